@@ -1,0 +1,66 @@
+"""The framework guard: environment variables, and the clash turned into a clear error (in subprocesses)."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tpu_helpers.frameworks import FrameworkClashError, loaded_frameworks, use_framework
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def test_sets_transformers_backend_variables():
+    env = {}
+    assert use_framework("tensorflow", environ=env, modules={}) == "tf"
+    assert (env["USE_TF"], env["USE_TORCH"]) == ("1", "0")
+    env = {}
+    assert use_framework("torch", environ=env, modules={}) == "torch"
+    assert (env["USE_TF"], env["USE_TORCH"]) == ("0", "1")
+
+
+def test_refuses_the_other_stack():
+    with pytest.raises(FrameworkClashError, match="Restart the kernel"):
+        use_framework("tf", environ={}, modules={"torch_xla": object()})
+    with pytest.raises(FrameworkClashError, match="TensorFlow is already imported"):
+        use_framework("torch", environ={}, modules={"tensorflow": object()})
+
+
+def test_refuses_when_transformers_was_imported_with_the_other_backend():
+    env = {"USE_TF": "0", "USE_TORCH": "1"}
+    with pytest.raises(FrameworkClashError, match="before use_framework"):
+        use_framework("tf", environ=env, modules={"transformers": object()})
+
+
+def test_unknown_name():
+    with pytest.raises(ValueError, match="'tf' or 'torch'"):
+        use_framework("jax", environ={}, modules={})
+
+
+def test_loaded_frameworks():
+    assert loaded_frameworks({"tensorflow": 1, "torch_xla": 1}) == ["tf", "torch"]
+
+
+def _run(code: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=ROOT, PJRT_DEVICE="CPU", TF_CPP_MIN_LOG_LEVEL="3")
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+
+
+def test_real_clash_gives_a_clear_error_not_an_abort():
+    # Importing TensorFlow after torch_xla aborts the process; use_framework must stop it first.
+    proc = _run("import torch_xla\n"
+                "from tpu_helpers.frameworks import use_framework, FrameworkClashError\n"
+                "try:\n    use_framework('tf')\n"
+                "except FrameworkClashError as e:\n    print('CLEAR:', e); raise SystemExit(3)\n"
+                "import tensorflow\n")
+    assert proc.returncode == 3, proc.stderr[-2000:]
+    assert "CLEAR: PyTorch/XLA is already imported" in proc.stdout and "Restart the kernel" in proc.stdout
+
+
+def test_tf_process_refuses_torch():
+    proc = _run("import tensorflow\n"
+                "from tpu_helpers.frameworks import use_framework\n"
+                "use_framework('torch')\n")
+    assert proc.returncode == 1
+    assert "FrameworkClashError: TensorFlow is already imported" in proc.stderr
+    assert proc.stderr.count("\n") < 15, "a short traceback, not a crash dump"

@@ -1,0 +1,41 @@
+"""Regenerate colab_links.md and every notebook's badge and install cells (./course links).
+
+    ./course links                 # rewrite in place
+    ./course links --check         # exit 1 if anything is out of date (what the test checks)
+    TPU_COURSE_GITHUB=me/fork ./course links   # point the badges at a fork
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import nbformat
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tools.notebook_conventions import LINKS, links_markdown, notebook_paths, regenerate  # noqa: E402
+
+
+def main(argv: list[str]) -> int:
+    check = "--check" in argv
+    stale = []
+    paths = notebook_paths()
+    for path in paths:
+        new = nbformat.writes(regenerate(path)) + "\n"
+        if path.read_text(encoding="utf-8") != new:
+            stale.append(path.name)
+            if not check:
+                path.write_text(new, encoding="utf-8")
+    text = links_markdown(paths)
+    if not LINKS.exists() or LINKS.read_text(encoding="utf-8") != text:
+        stale.append(LINKS.name)
+        if not check:
+            LINKS.write_text(text, encoding="utf-8")
+    if check and stale:
+        print("out of date (run ./course links):", ", ".join(stale))
+        return 1
+    print(("up to date" if not stale else "updated: " + ", ".join(stale)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

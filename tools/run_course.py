@@ -1,0 +1,112 @@
+"""Run the whole course headless (./course run) and print what each notebook measured.
+
+Every notebook in notebooks/ is executed in order with papermill (a fresh kernel each), on the profile chosen
+the usual way (``--profile`` or ``TPU_COURSE_PROFILE``, else ``cpu`` off-TPU). Executed notebooks and their
+HTML go to build/ (git-ignored). The closing table lists notebook, status, seconds and the key figures each
+notebook recorded with `tpu_helpers.summary.record`. Exit status 1 if any notebook failed.
+
+    ./course run                          # all notebooks, default profile
+    ./course run --profile ci 00 01       # the smallest sizes, notebooks 00 and 01 only
+    ./course run -p PROFILE cpu           # set a notebook parameter (papermill -p)
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tpu_helpers.summary import FIGURES_ENV  # noqa: E402
+
+
+def _figures(path: Path) -> str:
+    if not path.exists():
+        return ""
+    items = {}
+    for line in path.read_text().splitlines():
+        rec = json.loads(line)
+        items[rec["name"]] = f"{rec['value']}{(' ' + rec['unit']) if rec['unit'] else ''}"
+    return "; ".join(f"{k}={v}" for k, v in items.items())
+
+
+def run_one(nb: Path, out_dir: Path, params: dict, html: bool, timeout: int) -> tuple[str, float, str]:
+    import papermill
+    from papermill.exceptions import PapermillExecutionError
+
+    executed = out_dir / nb.name
+    figures = out_dir / (nb.stem + ".figures.jsonl")
+    figures.unlink(missing_ok=True)
+    os.environ[FIGURES_ENV] = str(figures)
+    start = time.perf_counter()
+    status = "ok"
+    try:
+        papermill.execute_notebook(str(nb), str(executed), parameters=params, kernel_name="python3",
+                                   cwd=str(nb.parent), progress_bar=False, log_output=False,
+                                   execution_timeout=timeout)
+    except PapermillExecutionError as e:
+        status = f"FAILED: {e.ename}: {str(e.evalue).splitlines()[0][:120] if e.evalue else ''}"
+    except Exception as e:  # kernel died, timeout...
+        status = f"FAILED: {type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else ''}"
+    seconds = time.perf_counter() - start
+    if html and executed.exists():
+        import nbconvert
+        body, _ = nbconvert.HTMLExporter().from_filename(str(executed))
+        (out_dir / (nb.stem + ".html")).write_text(body, encoding="utf-8")
+    return status, seconds, _figures(figures)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("only", nargs="*", help="notebook numbers or name prefixes to run (default: all)")
+    ap.add_argument("--profile", choices=("tpu", "cpu", "ci"), help="size profile (sets TPU_COURSE_PROFILE)")
+    ap.add_argument("-p", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
+                    help="notebook parameter (papermill convention); VALUE is parsed as JSON if it can be")
+    ap.add_argument("--out", default=str(ROOT / "build"), help="output folder (default: build/)")
+    ap.add_argument("--no-html", action="store_true", help="skip the HTML export")
+    ap.add_argument("--timeout", type=int, default=1800, help="per-cell timeout in seconds")
+    args = ap.parse_args(argv)
+    if args.profile:
+        os.environ["TPU_COURSE_PROFILE"] = args.profile
+    params = {}
+    for name, value in args.p:
+        try:
+            params[name] = json.loads(value)
+        except json.JSONDecodeError:
+            params[name] = value
+    notebooks = sorted((ROOT / "notebooks").glob("*.ipynb"))
+    if args.only:
+        notebooks = [nb for nb in notebooks if any(nb.name.startswith(o) for o in args.only)]
+        if not notebooks:
+            print(f"no notebook matches {args.only}", file=sys.stderr)
+            return 2
+    out_dir = Path(args.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    profile = os.environ.get("TPU_COURSE_PROFILE", "(auto)")
+    print(f"Running {len(notebooks)} notebook(s), profile {profile}, outputs in {out_dir}")
+    rows = []
+    for nb in notebooks:
+        print(f"  {nb.name} ...", flush=True)
+        status, seconds, figs = run_one(nb, out_dir, params, not args.no_html, args.timeout)
+        print(f"  {nb.name}: {status} in {seconds:.0f} s", flush=True)
+        rows.append((nb.name, status, seconds, figs))
+    w = max(len(r[0]) for r in rows)
+    print()
+    print(f"{'notebook'.ljust(w)}  {'status':<8}  {'seconds':>7}  key figures")
+    for name, status, seconds, figs in rows:
+        print(f"{name.ljust(w)}  {status.split(':')[0]:<8}  {seconds:7.0f}  {figs}")
+    failed = [r for r in rows if r[1] != "ok"]
+    for name, status, _, _ in failed:
+        print(f"\n{name}: {status}\n  see {out_dir / name}")
+    summary = out_dir / "summary.json"
+    summary.write_text(json.dumps([{"notebook": n, "status": s, "seconds": round(t, 1), "figures": f}
+                                   for n, s, t, f in rows], indent=2))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,54 @@
+""""What you measured": key figures a notebook records about the learner's own run.
+
+`record()` prints a figure and keeps it; `show()` prints this run's table at the end of a notebook.
+When ``TPU_COURSE_FIGURES`` names a file (``./course run`` sets it), each figure is also appended to it as a
+JSON line, which is how the headless runner builds its summary table.
+"""
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+__all__ = ["record", "figures", "show", "FIGURES_ENV"]
+
+FIGURES_ENV = "TPU_COURSE_FIGURES"
+_FIGURES: dict[str, tuple[Any, str]] = {}
+
+
+def _plain(value: Any) -> Any:
+    if hasattr(value, "item") and callable(value.item):  # numpy / tf / torch scalars
+        value = value.item()
+    if isinstance(value, float):
+        return float(f"{value:.4g}")
+    return value
+
+
+def record(name: str, value: Any, unit: str = "", *, quiet: bool = False) -> Any:
+    """Keep one key figure of this run (re-recording a name replaces it) and return the value."""
+    value = _plain(value)
+    _FIGURES[name] = (value, unit)
+    path = os.environ.get(FIGURES_ENV)
+    if path:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(json.dumps({"name": name, "value": value, "unit": unit}) + "\n")
+    if not quiet:
+        print(f"[measured] {name}: {value}{(' ' + unit) if unit else ''}")
+    return value
+
+
+def figures() -> dict[str, tuple[Any, str]]:
+    """All figures recorded in this kernel so far."""
+    return dict(_FIGURES)
+
+
+def show(title: str = "What you measured") -> str:
+    """Print (and return) this run's figures as a small table."""
+    if not _FIGURES:
+        text = f"{title}: nothing recorded yet"
+    else:
+        width = max(len(k) for k in _FIGURES)
+        rows = [f"  {k.ljust(width)}  {v}{(' ' + u) if u else ''}" for k, (v, u) in _FIGURES.items()]
+        text = "\n".join([title, *rows])
+    print(text)
+    return text
