@@ -1,11 +1,12 @@
 """Edit notebooks as plain text: convert between .ipynb and a "percent" script.
 
     python tools/nbpy.py export notebooks/01_x.ipynb > /tmp/01.py   # edit the script...
-    python tools/nbpy.py import /tmp/01.py notebooks/01_x.ipynb     # ...and write the notebook back
+    python tools/nbpy.py import /tmp/01.py notebooks/01_x.ipynb [--framework tf|torch]   # ...and back
 
 Cells are separated by ``# %%`` lines; ``# %% [markdown]`` starts a markdown cell (each line prefixed with
 ``# ``), and ``# %% tags=["parameters"]`` carries cell tags. The notebook is written clean (no outputs,
-stable metadata) by `tools.notebook_conventions.normalise`.
+stable metadata) by `tools.notebook_conventions`, with the generated badge and install cells in front (the
+script may start with placeholders for them; they are replaced). ``--framework`` is needed for a new notebook.
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from pathlib import Path
 import nbformat
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tools.notebook_conventions import normalise  # noqa: E402
+from tools.notebook_conventions import FRAMEWORKS, normalise, regenerate  # noqa: E402
 
 _HEADER = re.compile(r"^# %%(?: \[(markdown)\])?(?: tags=(\[.*\]))?\s*$")
 
@@ -72,12 +73,26 @@ def main(argv: list[str]) -> int:
     if len(argv) == 2 and argv[0] == "export":
         sys.stdout.write(export(argv[1]))
         return 0
+    framework = None
+    if "--framework" in argv:
+        i = argv.index("--framework")
+        framework = argv[i + 1]
+        argv = argv[:i] + argv[i + 2:]
+        if framework not in FRAMEWORKS:
+            raise SystemExit(f"--framework must be one of {FRAMEWORKS}")
     if len(argv) == 3 and argv[0] == "import":
         nb = parse(Path(argv[1]).read_text())
-        old = Path(argv[2])
-        if old.exists():
-            nb.metadata.update(nbformat.read(old, as_version=4).metadata)
-        nbformat.write(normalise(nb), argv[2])
+        dst = Path(argv[2])
+        if dst.exists():
+            nb.metadata.update(nbformat.read(dst, as_version=4).metadata)
+        if framework:
+            nb.metadata["tpu_course"] = {"framework": framework}
+        # placeholders for the generated cells are dropped; regenerate() puts the real ones in front
+        if nb.cells and nb.cells[0].cell_type == "markdown" and nb.cells[0].source.strip() in ("badge", ""):
+            nb.cells = nb.cells[1:]
+        nbformat.write(normalise(nb), dst)
+        dst.write_text(nbformat.writes(regenerate(dst)) + "\n", encoding="utf-8")
+        print("wrote", dst)
         return 0
     print(__doc__)
     return 2
