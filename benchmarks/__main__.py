@@ -1,0 +1,80 @@
+"""Run the benchmark suite: ``./course python -m benchmarks [NAME ...] [--quick] [--no-write]``.
+
+Each ``benchmarks/bench_*.py`` module runs in its own process (TensorFlow and PyTorch/XLA cannot share one);
+its candidates run side by side in that process, repeated, and the medians, spreads and ratios are written to
+docs/benchmarks.md (between the suite markers), with the machine they came from and the command.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from benchmarks.harness import Benchmark, machine_info, render_markdown
+
+ROOT = Path(__file__).resolve().parents[1]
+DOC = ROOT / "docs" / "benchmarks.md"
+BEGIN, END = "<!-- suite:begin -->", "<!-- suite:end -->"
+
+
+def discover() -> list[str]:
+    return sorted(p.stem.removeprefix("bench_") for p in (ROOT / "benchmarks").glob("bench_*.py"))
+
+
+def run_module(name: str, quick: bool) -> Benchmark | str:
+    with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
+        out = f.name
+    cmd = [sys.executable, "-m", f"benchmarks.bench_{name}", "--json", out] + (["--quick"] if quick else [])
+    env = dict(os.environ, PYTHONPATH=str(ROOT), TF_CPP_MIN_LOG_LEVEL="3")
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
+    try:
+        if proc.returncode != 0:
+            return f"{name}: FAILED (exit {proc.returncode})\n" + "\n".join(proc.stderr.splitlines()[-8:])
+        return Benchmark.from_json(Path(out).read_text())
+    finally:
+        Path(out).unlink(missing_ok=True)
+
+
+def write_doc(section: str) -> None:
+    text = DOC.read_text() if DOC.exists() else f"# Benchmarks\n\n{BEGIN}\n{END}\n"
+    if BEGIN not in text:
+        text += f"\n{BEGIN}\n{END}\n"
+    head, rest = text.split(BEGIN, 1)
+    tail = rest.split(END, 1)[1]
+    DOC.write_text(head + BEGIN + "\n" + section + END + tail)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("names", nargs="*", help=f"benchmarks to run (default: all of {discover()})")
+    ap.add_argument("--quick", action="store_true", help="fewer repeats and smaller inputs (a smoke run)")
+    ap.add_argument("--no-write", action="store_true", help="print only; leave docs/benchmarks.md alone")
+    args = ap.parse_args(argv)
+    names = args.names or discover()
+    parts, failed = [], []
+    for name in names:
+        print(f"running {name} ...", flush=True)
+        res = run_module(name, args.quick)
+        if isinstance(res, str):
+            print(res, file=sys.stderr)
+            failed.append(name)
+            continue
+        md = render_markdown(res)
+        print(md)
+        parts.append(md)
+    cmd = "./course python -m benchmarks" + (" --quick" if args.quick else "") + \
+        ("" if not args.names else " " + " ".join(args.names))
+    section = (f"Measured {datetime.date.today().isoformat()} on: {machine_info()}.\n"
+               f"Command: `{cmd}`\n\n" + "\n".join(parts))
+    if not args.no_write and parts:
+        write_doc(section)
+        print(f"wrote {DOC.relative_to(ROOT)}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

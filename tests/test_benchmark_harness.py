@@ -1,0 +1,37 @@
+"""The benchmark suite's arithmetic on tiny inputs (CI never times anything)."""
+import math
+
+from benchmarks.harness import Benchmark, Candidate, render_markdown, summarize, time_calls
+
+
+def make():
+    return Benchmark("b", "B", [Candidate("slow", [2.0, 4.0, 3.0], "samples/s"),
+                                Candidate("fast", [30.0, 10.0, 20.0], "samples/s", extra={"compilations": 1})],
+                     baseline="slow")
+
+
+def test_median_spread_and_ratio_higher_is_better():
+    b = make()
+    assert b.candidates[0].median == 3.0 and b.candidates[1].spread == (10.0, 30.0)
+    assert b.ratios() == {"slow": 1.0, "fast": 20.0 / 3.0}
+
+
+def test_ratio_lower_is_better():
+    b = Benchmark("t", "T", [Candidate("eager", [0.5], "s/step", False), Candidate("xla", [0.1], "s/step", False)],
+                  baseline="eager")
+    assert math.isclose(b.ratios()["xla"], 5.0)
+
+
+def test_json_round_trip_and_markdown():
+    b = make()
+    again = Benchmark.from_json(b.to_json())
+    assert again.ratios() == b.ratios()
+    md = render_markdown(b)
+    assert "| fast | 20 (10–30, n=3) | samples/s | 6.67 | 1 |" in md
+    assert summarize([1.0, 2.0, 3.0]) == "2 (1–3, n=3)"
+
+
+def test_time_calls_counts_repeats_and_warmup():
+    calls = []
+    out = time_calls(lambda: calls.append(1), repeats=3, warmup=2)
+    assert len(out) == 3 and len(calls) == 5 and all(t >= 0 for t in out)
