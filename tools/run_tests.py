@@ -35,6 +35,7 @@ def groups() -> list[tuple[str, list[str]]]:
 
 def main(argv: list[str]) -> int:
     os.environ.setdefault("TPU_COURSE_PROFILE", "ci")
+    os.environ.setdefault("TPU_COURSE_SOLUTIONS", "1")  # exercises run with the reference answers: every check must pass
     totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     worst = 0
     with tempfile.TemporaryDirectory() as tmp:
