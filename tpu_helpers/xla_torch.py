@@ -36,9 +36,20 @@ class XlaSnapshot:
         return self.metrics.get(name, (0, 0.0))
 
 
-def snapshot() -> XlaSnapshot:
-    """Read all of torch_xla's counters and metrics now."""
+def snapshot(wait: bool = True) -> XlaSnapshot:
+    """Read all of torch_xla's counters and metrics now.
+
+    PJRT runs graphs asynchronously: ``torch_xla.sync()`` returns before the device has finished, and the
+    execution counters move when it does. ``wait=True`` (the default) first waits for pending device work
+    (``xm.wait_device_ops()``, which moves no data to the host), so every graph launched before this call is
+    counted.
+    """
     import torch_xla.debug.metrics as met
+
+    if wait:
+        import torch_xla.core.xla_model as xm
+
+        xm.wait_device_ops()
 
     counters = {name: int(met.counter_value(name) or 0) for name in met.counter_names()}
     metrics = {}
