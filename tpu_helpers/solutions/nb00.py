@@ -1,0 +1,47 @@
+"""Reference answers for notebook 00's exercises (is my runtime ready?). Try first, then read.
+
+TensorFlow is imported only when the TensorFlow answer is asked for (the module-level ``__getattr__`` at the
+end), so reading the accelerator-type answer does not start TensorFlow.
+"""
+from __future__ import annotations
+
+
+def read_accelerator_type(accelerator_type: str) -> tuple[str, int]:
+    """Exercise 1: "v3-8" -> ("v3", 4), "v5litepod-8" -> ("v5e", 8).
+
+    The number after the dash counts TensorCores for v2, v3, v4 and v5p, which have two per chip, and chips for
+    v5e and v6e, which have one (https://cloud.google.com/tpu/docs/v5p-training: "v5p-32 ... 32 TensorCores
+    (16 chips)"; https://cloud.google.com/tpu/docs/v5e: "each v5e chip contains one TensorCore").
+    """
+    name, number = accelerator_type.rsplit("-", 1)
+    generation = "v5e" if name.startswith("v5lite") else name  # "v5litepod" is Google's name for v5e
+    if generation in ("v2", "v3", "v4", "v5p"):
+        return generation, int(number) // 2
+    return generation, int(number)
+
+
+def hlo_of(function, x) -> str:
+    """Exercise 2, second part: the HLO module XLA builds for ``function`` called on ``x``.
+
+    ``experimental_get_compiler_ir`` exists only for functions created with ``jit_compile=True``
+    (https://www.tensorflow.org/api_docs/python/tf/types/experimental/PolymorphicFunction).
+    """
+    return function.experimental_get_compiler_ir(x)(stage="hlo")
+
+
+def _sum_of_squares():
+    import tensorflow as tf
+
+    @tf.function(jit_compile=True)  # XLA compiles the whole function, once per input shape
+    def sum_of_squares(x):
+        """Exercise 2, first part: the sum of every element squared."""
+        return tf.reduce_sum(x * x)
+
+    return sum_of_squares
+
+
+def __getattr__(name: str):
+    if name == "sum_of_squares":
+        globals()[name] = _sum_of_squares()
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
