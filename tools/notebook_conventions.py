@@ -173,6 +173,11 @@ def problems(path: Path, repo: str = GITHUB_REPO) -> list[str]:
         if len(cells) < 2 or cells[1].source != install_source(framework, repo) or \
                 set(_tags(cells[1])) != {"install", "nbval-skip"}:
             out.append("cell 1 must be the generated install cell tagged install + nbval-skip (run ./course links)")
+    if sum("colab-badge.svg" in c.source for c in cells) != 1 or sum("install" in _tags(c) for c in cells) != 1:
+        out.append("exactly one badge cell and one install cell (a leftover copy or placeholder is in the notebook)")
+    for i, c in enumerate(cells):
+        if "exercise" in _tags(c) and "YOUR ANSWER" not in c.source:
+            out.append(f"cell {i} is tagged 'exercise' but has no 'YOUR ANSWER' marker for the learner")
     params = [i for i, c in enumerate(cells) if "parameters" in _tags(c)]
     if len(params) != 1:
         out.append(f"exactly one cell must be tagged 'parameters' (found {len(params)})")
