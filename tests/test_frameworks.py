@@ -13,7 +13,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def test_sets_transformers_backend_variables():
     env = {}
     assert use_framework("tensorflow", environ=env, modules={}) == "tf"
-    assert (env["USE_TF"], env["USE_TORCH"]) == ("1", "0")
+    assert (env["USE_TF"], env["USE_TORCH"], env["USE_TORCH_XLA"]) == ("1", "0", "0")
     env = {}
     assert use_framework("torch", environ=env, modules={}) == "torch"
     assert (env["USE_TF"], env["USE_TORCH"]) == ("0", "1")

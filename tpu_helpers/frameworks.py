@@ -53,6 +53,10 @@ def use_framework(name: str, *, environ: MutableMapping[str, str] | None = None,
             f"Run > Restart & clear cell outputs on Kaggle) and run this notebook from the top; keep each "
             f"notebook to one framework.")
     want = {"USE_TF": "1" if key == "tf" else "0", "USE_TORCH": "0" if key == "tf" else "1"}
+    if key == "tf":
+        # transformers' pipelines/training_args and accelerate import torch_xla when it is installed, which
+        # aborts a TensorFlow process; USE_TORCH_XLA=0 makes them leave it alone.
+        want["USE_TORCH_XLA"] = "0"
     if "transformers" in modules:
         stale = {k: v for k, v in want.items() if environ.get(k, "") not in (v, "")}
         if stale:

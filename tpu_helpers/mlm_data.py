@@ -72,6 +72,9 @@ __all__ = [
     # pipeline
     "MaskingSpec", "mask_tokens", "make_mlm_dataset", "to_tf_dataset_baseline", "measure_throughput",
     "show_masked_example",
+    # comparisons and metric
+    "per_record_baseline", "PipelineComparison", "compare_pipelines", "masked_accuracy", "masked_accuracy_metric",
+    "fill_mask_pipeline", "step_log_callback",
 ]
 
 BLOCK_SIZE = 128
@@ -1159,3 +1162,242 @@ def measure_throughput(dataset: Any, *, batches: int = 50, warmup: int = 3) -> d
     seconds = time.perf_counter() - start
     return {"samples_per_s": samples / seconds if seconds > 0 else float("nan"), "batches": done,
             "samples": samples, "seconds": seconds}
+
+
+# ============================================================================================== comparisons
+def per_record_baseline(shards: str | Sequence[str], spec: MaskingSpec, *, batch_size: int,
+                        block_size: int = BLOCK_SIZE, shuffle: bool = True, shuffle_buffer: int = 10_000,
+                        mlm_probability: float = 0.15, repeat: bool = False, manifest: bool = True):
+    """The comparison pipeline of the seed's script: parse one record at a time, then batch.
+
+    ``prepare_dataset`` in transformers' ``examples/tensorflow/language-modeling-tpu/run_mlm.py``: file list ->
+    shuffle -> ``TFRecordDataset(num_parallel_reads=AUTOTUNE)`` -> ``assert_cardinality`` -> ``map(decode_fn)``
+    with ``tf.io.parse_single_example`` (one call per record) -> shuffle -> ``batch(drop_remainder=True)`` ->
+    ``map(mask)`` -> ``prefetch``. The masking is `mask_tokens`, the same as `make_mlm_dataset`'s (the seed's
+    ``DataCollatorForLanguageModeling.tf_mask_tokens`` costs about the same), so a comparison of the two
+    pipelines measures where the parsing happens: per record here, per batch there. Output: the ``"dict"``
+    form of `make_mlm_dataset`.
+    """
+    tf = _tf()
+    info = inspect_shards(shards, block_size=block_size, manifest=manifest)
+    autotune = tf.data.AUTOTUNE
+    files = tf.data.Dataset.from_tensor_slices(info.files)
+    if shuffle:
+        files = files.shuffle(len(info.files))
+    records = tf.data.TFRecordDataset(files, num_parallel_reads=autotune)
+    records = records.apply(tf.data.experimental.assert_cardinality(info.total_records))
+    features = {FEATURE: tf.io.FixedLenFeature([block_size], tf.int64)}
+    rows = records.map(lambda r: tf.cast(tf.io.parse_single_example(r, features)[FEATURE], tf.int32),
+                       num_parallel_calls=autotune)
+    if shuffle:
+        rows = rows.shuffle(shuffle_buffer)
+    if repeat:
+        rows = rows.repeat()
+
+    def finish(ids):
+        masked, y = mask_tokens(ids, spec, mlm_probability=mlm_probability)
+        return {"input_ids": masked, "attention_mask": tf.ones_like(masked), "labels": y}
+
+    return rows.batch(batch_size, drop_remainder=True).map(finish, num_parallel_calls=autotune).prefetch(autotune)
+
+
+@dataclass
+class PipelineComparison:
+    """Samples/s of several input pipelines measured side by side (`compare_pipelines`)."""
+
+    values: dict[str, list[float]]  # name -> samples/s, one value per round
+    batch_size: int
+    seconds: float  # measured per candidate and round
+
+    @property
+    def medians(self) -> dict[str, float]:
+        import statistics
+        return {k: statistics.median(v) for k, v in self.values.items()}
+
+    def ratio(self, name: str, baseline: str) -> float:
+        """How many times the samples/s of `name` the median of `baseline` is (> 1: faster)."""
+        med = self.medians
+        return med[name] / med[baseline] if med[baseline] > 0 else float("nan")
+
+    def table(self, baseline: str | None = None) -> str:
+        med = self.medians
+        baseline = baseline or min(med, key=med.get)
+        width = max(len(k) for k in med)
+        lines = [f"{'pipeline'.ljust(width)}  samples/s (median; min-max over {len(next(iter(self.values.values())))} "
+                 f"rounds)  x vs {baseline}"]
+        for k, v in self.values.items():
+            lines.append(f"{k.ljust(width)}  {med[k]:>9,.0f} ({min(v):,.0f}-{max(v):,.0f})"
+                         f"{'':>14}{self.ratio(k, baseline):6.1f}x")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.table()
+
+
+def compare_pipelines(pipelines: Mapping[str, Callable[[], Any]], *, rounds: int = 3, seconds: float = 1.0,
+                      warmup: int = 3, progress: bool = False) -> PipelineComparison:
+    """Measure the samples/s of several ``tf.data`` pipelines in one run, interleaved so that a slow moment of a
+    shared machine hits every candidate alike.
+
+    `pipelines`: name -> a function that builds the dataset (it must not run out: use ``repeat``). Each is built
+    once, its first `warmup` batches (shuffle buffers filling, functions tracing) are not timed, then every
+    round iterates each pipeline for about `seconds` and records samples/s. Elements are dicts with
+    ``input_ids`` or ``(inputs, labels)`` tuples.
+    """
+    iterators: dict[str, Any] = {}
+    batch = 0
+    for name, make in pipelines.items():
+        it = iter(make())
+        for _ in range(warmup):
+            first = next(it)
+        x = first[0] if isinstance(first, tuple) else first
+        batch = int(x["input_ids"].shape[0])
+        iterators[name] = it
+    values: dict[str, list[float]] = {name: [] for name in pipelines}
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+        bar = tqdm(total=rounds * len(pipelines), desc="measuring pipelines", unit="run")
+    for _ in range(rounds):
+        for name, it in iterators.items():
+            samples = 0
+            start = time.perf_counter()
+            while True:
+                x = next(it)
+                x = x[0] if isinstance(x, tuple) else x
+                samples += int(x["input_ids"].shape[0])
+                elapsed = time.perf_counter() - start
+                if elapsed >= seconds:
+                    break
+            values[name].append(samples / elapsed)
+            if bar is not None:
+                bar.update(1)
+    if bar is not None:
+        bar.close()
+    return PipelineComparison(values, batch, seconds)
+
+
+# ============================================================================================== metric
+def masked_accuracy(labels: Any, logits: Any, *, ignore_index: int = -100):
+    """``(correct, counted)``: how many labelled positions the argmax of `logits` gets right, and how many
+    positions are labelled (label != `ignore_index`). Static shapes (no boolean mask): XLA-friendly."""
+    tf = _tf()
+    labels = tf.convert_to_tensor(labels)
+    mask = tf.cast(tf.not_equal(labels, ignore_index), tf.float32)
+    predicted = tf.cast(tf.argmax(logits, axis=-1), labels.dtype)
+    correct = tf.reduce_sum(tf.cast(tf.equal(predicted, labels), tf.float32) * mask)
+    return correct, tf.reduce_sum(mask)
+
+
+def masked_accuracy_metric(name: str = "masked_accuracy", ignore_index: int = -100):
+    """A Keras (tf-keras) metric: accuracy over the positions whose label is not `ignore_index`.
+
+    The seed compiles with ``metrics=["accuracy"]``, which Keras resolves to sparse categorical accuracy over
+    *every* position: the ~85 % labelled -100 count as wrong, so it reads about 0.15 x the real accuracy.
+    """
+    import tf_keras as keras
+
+    class MaskedAccuracy(keras.metrics.Metric):
+        def __init__(self, **kwargs):
+            super().__init__(name=kwargs.pop("name", name), **kwargs)
+            self.correct = self.add_weight(name="correct", initializer="zeros")
+            self.counted = self.add_weight(name="counted", initializer="zeros")
+
+        def update_state(self, y_true, y_pred, sample_weight=None):
+            correct, counted = masked_accuracy(y_true, y_pred, ignore_index=ignore_index)
+            self.correct.assign_add(correct)
+            self.counted.assign_add(counted)
+
+        def result(self):
+            return _tf().math.divide_no_nan(self.correct, self.counted)
+
+        def reset_state(self):
+            self.correct.assign(0.0)
+            self.counted.assign(0.0)
+
+    return MaskedAccuracy()
+
+
+# ============================================================================================== inference
+def fill_mask_pipeline(model: Any, tokenizer: Any, *, top_k: int = 5):
+    """transformers' ``fill-mask`` pipeline for a TensorFlow model, usable in a TensorFlow kernel.
+
+    With the course's stack (transformers 4.57.6 and torch, torch_xla and accelerate installed beside
+    TensorFlow), ``from transformers import pipeline`` in a TensorFlow process fails, checked on this stack:
+    ``transformers/training_args.py`` (imported by ``pipelines/base.py`` through ``modelcard.py``) runs
+    ``import torch_xla`` when the package is installed, which aborts a process that has TensorFlow loaded
+    (``LLVM ERROR: ... registered more than once``); with ``USE_TORCH_XLA=0`` it imports accelerate instead and
+    stops with ``NameError: name 'LRScheduler' is not defined`` (``USE_TF`` hides torch from transformers, not
+    from accelerate). Neither package is needed by a TensorFlow pipeline, so in a TensorFlow process this hides
+    both from transformers (its ``_torch_xla_available`` / ``_accelerate_available`` flags) before importing
+    the pipelines, and passes ``dtype=None`` (``pipeline()``'s default ``"auto"`` looks the name up on ``torch``).
+    """
+    import transformers.utils.import_utils as import_utils
+
+    if "tensorflow" in sys.modules and "torch_xla" not in sys.modules:
+        import_utils._torch_xla_available = False
+        import_utils._accelerate_available = False
+    from transformers import pipeline
+
+    return pipeline("fill-mask", model=model, tokenizer=tokenizer, framework="tf", top_k=top_k, dtype=None)
+
+
+# ============================================================================================== training log
+def step_log_callback(tokens_per_step: int, *, progress: bool = True, description: str = "training"):
+    """A Keras (tf-keras) callback that records every training step and shows a tqdm bar.
+
+    After ``model.fit(..., callbacks=[log])``: ``log.losses`` (the loss Keras reports after each step: the running
+    mean of the epoch so far), ``log.seconds`` (wall time of each step, from the end of the previous one, input
+    pipeline included), ``log.first_steps`` (indices of the first step of each ``fit`` call: tracing and XLA
+    compilation happen there), ``log.epochs`` (the logs Keras reports at each epoch end, with ``epoch``), and
+    ``log.tokens_per_second()``: tokens of the steady-state steps (first steps excluded) per second. One object
+    can follow several ``fit`` calls (a resumed run).
+    """
+    import tf_keras as keras
+
+    class StepLog(keras.callbacks.Callback):
+        def __init__(self):
+            super().__init__()
+            self.tokens_per_step = int(tokens_per_step)
+            self.losses: list[float] = []
+            self.seconds: list[float] = []
+            self.first_steps: list[int] = []
+            self.epochs: list[dict] = []
+            self._last = 0.0
+            self._bar = None
+
+        def on_train_begin(self, logs=None):
+            self.first_steps.append(len(self.losses))
+            self._last = time.perf_counter()
+
+        def on_epoch_begin(self, epoch, logs=None):
+            if progress:
+                from tqdm.auto import tqdm
+                total = self.params.get("steps") if self.params else None
+                self._bar = tqdm(total=total, desc=f"{description}, epoch {epoch + 1}", unit="step", leave=True)
+
+        def on_train_batch_end(self, batch, logs=None):
+            now = time.perf_counter()
+            self.seconds.append(now - self._last)
+            self._last = now
+            loss = float((logs or {}).get("loss", float("nan")))
+            self.losses.append(loss)
+            if self._bar is not None:
+                self._bar.update(1)
+                self._bar.set_postfix(loss=f"{loss:.3f}")
+
+        def on_epoch_end(self, epoch, logs=None):
+            if self._bar is not None:
+                self._bar.close()
+                self._bar = None
+            self.epochs.append({"epoch": epoch + 1, **{k: float(v) for k, v in (logs or {}).items()}})
+
+        def steady_seconds(self) -> list[float]:
+            first = set(self.first_steps)
+            return [s for i, s in enumerate(self.seconds) if i not in first]
+
+        def tokens_per_second(self) -> float:
+            steady = self.steady_seconds()
+            return len(steady) * self.tokens_per_step / sum(steady) if steady and sum(steady) > 0 else float("nan")
+
+    return StepLog()
