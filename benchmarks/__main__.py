@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import re
 import os
 import subprocess
 import sys
@@ -39,12 +40,16 @@ def run_module(name: str, quick: bool) -> Benchmark | str:
         Path(out).unlink(missing_ok=True)
 
 
-def write_doc(section: str) -> None:
+def write_doc(parts: dict[str, str], header: str) -> None:
+    """Replace the suite header and each benchmark's own block; blocks of benchmarks not run are kept."""
     text = DOC.read_text() if DOC.exists() else f"# Benchmarks\n\n{BEGIN}\n{END}\n"
     if BEGIN not in text:
         text += f"\n{BEGIN}\n{END}\n"
     head, rest = text.split(BEGIN, 1)
-    tail = rest.split(END, 1)[1]
+    body, tail = rest.split(END, 1)
+    blocks = dict(re.findall(r"<!-- bench:(\w+) -->\n(.*?)<!-- /bench:\1 -->\n", body, flags=re.S))
+    blocks.update(parts)
+    section = header + "".join(f"<!-- bench:{k} -->\n{v}<!-- /bench:{k} -->\n" for k, v in sorted(blocks.items()))
     DOC.write_text(head + BEGIN + "\n" + section + END + tail)
 
 
@@ -55,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-write", action="store_true", help="print only; leave docs/benchmarks.md alone")
     args = ap.parse_args(argv)
     names = args.names or discover()
-    parts, failed = [], []
+    parts, failed = {}, []
     for name in names:
         print(f"running {name} ...", flush=True)
         res = run_module(name, args.quick)
@@ -65,13 +70,13 @@ def main(argv: list[str] | None = None) -> int:
             continue
         md = render_markdown(res)
         print(md)
-        parts.append(md)
-    cmd = "./course python -m benchmarks" + (" --quick" if args.quick else "") + \
-        ("" if not args.names else " " + " ".join(args.names))
-    section = (f"Measured {datetime.date.today().isoformat()} on: {machine_info()}.\n"
-               f"Command: `{cmd}`\n\n" + "\n".join(parts))
+        stamp = f"*{datetime.date.today().isoformat()}, {machine_info()}; `./course python -m benchmarks {name}" + \
+            (" --quick" if args.quick else "") + "`*\n\n"
+        parts[name] = md.replace("\n\n", "\n\n" + stamp, 1)
+    header = ("Each block below says when, on which machine and with which command it was measured; "
+              "`./course python -m benchmarks NAME` re-measures one block and keeps the others.\n\n")
     if not args.no_write and parts:
-        write_doc(section)
+        write_doc(parts, header)
         print(f"wrote {DOC.relative_to(ROOT)}")
     return 1 if failed else 0
 

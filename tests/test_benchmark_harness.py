@@ -35,3 +35,16 @@ def test_time_calls_counts_repeats_and_warmup():
     calls = []
     out = time_calls(lambda: calls.append(1), repeats=3, warmup=2)
     assert len(out) == 3 and len(calls) == 5 and all(t >= 0 for t in out)
+
+
+def test_write_doc_replaces_only_the_benchmarks_that_ran(tmp_path, monkeypatch):
+    import benchmarks.__main__ as suite
+    doc = tmp_path / "benchmarks.md"
+    doc.write_text("# Benchmarks\n\nhand-written intro\n\n<!-- suite:begin -->\n<!-- suite:end -->\n\nhand-written tail\n")
+    monkeypatch.setattr(suite, "DOC", doc)
+    suite.write_doc({"a": "### A\nold a\n", "b": "### B\nold b\n"}, "header\n")
+    suite.write_doc({"a": "### A\nnew a\n"}, "header\n")
+    text = doc.read_text()
+    assert "new a" in text and "old a" not in text and "old b" in text
+    assert text.startswith("# Benchmarks\n\nhand-written intro") and text.endswith("hand-written tail\n")
+    assert text.count("header") == 1
