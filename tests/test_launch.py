@@ -197,3 +197,30 @@ def test_notebook_launchers_mixed_precision_never_reaches_the_accelerator():
     assert "mixed_precision=mixed_precision," in src and "ACCELERATE_MIXED_PRECISION" not in src
     assert "key = key.upper()" in accelerate_file("utils/environment.py")
     assert 'parse_choice_from_env("ACCELERATE_MIXED_PRECISION"' in accelerate_file("state.py")
+
+
+def test_reset_accelerate_state_forgets_every_accelerator():
+    calls = []
+
+    class State:
+        @staticmethod
+        def _reset_state(reset_partial_state=False):
+            calls.append(("accelerator", reset_partial_state))
+
+    class Gradient:
+        @staticmethod
+        def _reset_state():
+            calls.append(("gradient",))
+
+    fake = types.SimpleNamespace(AcceleratorState=State, GradientState=Gradient)
+    saved = sys.modules.get("accelerate.state")
+    sys.modules["accelerate.state"] = fake
+    try:
+        launch.reset_accelerate_state()
+    finally:
+        if saved is None:
+            del sys.modules["accelerate.state"]
+        else:
+            sys.modules["accelerate.state"] = saved
+    assert calls == [("accelerator", True), ("gradient",)]
+    launch.reset_accelerate_state()  # accelerate never imported: nothing to do

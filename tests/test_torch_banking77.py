@@ -150,3 +150,15 @@ def test_unloadable_hub_model_suggests_the_tiny_one(synthetic, monkeypatch):
         banking77.load_tokenizer("bert-base-uncased-not-cached-anywhere")
     with pytest.raises(Banking77Error, match="MODEL='tiny'"):
         banking77.make_model("bert-base-uncased-not-cached-anywhere", synthetic)
+
+
+def test_tokenize_without_padding_keeps_each_querys_length_for_the_buckets(synthetic):
+    tok = banking77.load_tokenizer("tiny", synthetic.dataset["train"]["text"], vocab_size=500)
+    enc = banking77.tokenize(synthetic.dataset, tok, 16, padding="none")
+    texts = list(synthetic.dataset["train"]["text"])
+    lengths = [min(n, 16) for n in banking77.token_lengths(texts, tok)]
+    assert [len(x) for x in enc["train"]["input_ids"]] == lengths  # truncated at 16, never padded
+    assert enc["train"].column_names == ["input_ids", "token_type_ids", "attention_mask", "labels"]
+    assert isinstance(enc["train"][0]["input_ids"], list)  # plain lists: the collator pads them per batch
+    with pytest.raises(Banking77Error, match="padding="):
+        banking77.tokenize(synthetic.dataset, tok, 16, padding="longest")

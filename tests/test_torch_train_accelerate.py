@@ -1,7 +1,8 @@
 """The training function and the in-process launch on PyTorch/XLA's CPU device, with a tiny BERT.
 
-One small training run (module fixture) is shared by the report tests; it goes through the real launcher
+One small bucketed training run (module fixture) is shared by the report tests; it goes through the real launcher
 (`tpu_helpers.launch.launch` -> `accelerate.notebook_launcher(num_processes=1)`), as notebook 05 does on a CPU.
+A second, short launch trains with the seed's fixed-length padding on pre-padded data.
 """
 import os
 
@@ -15,6 +16,7 @@ pytest.importorskip("accelerate")
 
 from tpu_helpers import banking77, launch  # noqa: E402
 from tpu_helpers.runtime import Runtime  # noqa: E402
+from tpu_helpers.buckets import choose_boundaries  # noqa: E402
 from tpu_helpers.train_accelerate import (TrainConfig, TrainingError, TrainReport, training_function,  # noqa: E402
                                           weighted_f1, weighted_f1_numpy)
 
@@ -32,19 +34,20 @@ def reset_accelerate():
 def tiny():
     data = banking77.load_banking77("synthetic", n_train_per_label=2, n_test_per_label=1, seed=3)
     tok = banking77.load_tokenizer("tiny", data.dataset["train"]["text"], vocab_size=400)
-    enc = banking77.tokenize(data.dataset, tok, 16)
-    return data, tok, enc
+    enc = banking77.tokenize(data.dataset, tok, 32, padding="none")
+    bounds = choose_boundaries([len(x) for x in enc["train"]["input_ids"]], 32)
+    return data, tok, enc, bounds
 
 
 @pytest.fixture(scope="module")
 def run(tiny, tmp_path_factory):
-    data, tok, enc = tiny
+    data, tok, enc, bounds = tiny
     reset_accelerate()  # other test modules in this process may have left an Accelerator behind
-    model = banking77.make_model("tiny", data, vocab_size=len(tok), max_length=16, hidden_size=32)
+    model = banking77.make_model("tiny", data, vocab_size=len(tok), max_length=32, hidden_size=32)
     path = tmp_path_factory.mktemp("report") / "report.json"
     config = TrainConfig(epochs=2, batch_size=32, eval_batch_size=32, learning_rate=2e-3, progress=False,
-                         report_path=str(path))
-    report = launch.launch(training_function, (model, enc["train"], enc["test"], config), CPU_PLAN)
+                         report_path=str(path), padding="buckets", boundaries=bounds, max_length=32)
+    report = launch.launch(training_function, (model, enc["train"], enc["test"], config, tok), CPU_PLAN)
     return report, path
 
 
@@ -54,13 +57,24 @@ def test_in_process_launch_returns_the_report_of_this_process(run):
     assert report.pid == os.getpid()  # notebook_launcher(num_processes=1) ran it here
     assert report.distributed_type == "XLA" and report.device.startswith("xla")
     assert (report.num_processes, report.global_batch_size, report.steps_per_epoch) == (1, 32, 154 // 32)
-    assert TrainReport.load(path) == report  # the file a forked launch would leave behind
+    assert report.padding == "buckets" and report.boundaries
+    again = TrainReport.load(path)  # the file a forked launch would leave behind
+    assert again == report and again.compilations == report.compilations
 
 
-def test_compilations_stop_after_epoch_one_and_the_step_stays_on_device(run):
+def test_buckets_give_few_shapes_little_padding_and_compilations_only_in_epoch_one(run, tiny):
     report, _ = run
+    _, _, enc, bounds = tiny
     first, second = report.epochs
-    assert first.train_xla["compilations"] >= 1 and first.eval_xla["compilations"] >= 1
+    train_shapes, eval_shapes = report.shapes("train"), report.shapes("eval")
+    assert len(bounds) <= 3 and {int(s.split("x")[1]) for s in train_shapes + eval_shapes} <= set(bounds) | {32}
+    assert all(s.startswith("32x") for s in train_shapes + eval_shapes)  # the row count never changes
+    for e in report.epochs:  # fewer tokens than padding the same rows to 32, and more than their real tokens
+        assert e.train_tokens["real_tokens"] < e.train_tokens["computed_tokens"] < 32 * e.train_samples
+    assert 1.0 < report.tokens_per_real_token < 1.5
+    # one graph per shape plus AdamW's first step; the loss and the evaluation's cut add none
+    assert report.compilations == 1 + len(train_shapes) + len(eval_shapes)
+    assert report.compilations == first.train_xla["compilations"] + first.eval_xla["compilations"]
     assert second.compilations_total == first.compilations_total
     assert second.train_xla["compilations"] == 0 and second.eval_xla["compilations"] == 0
     assert second.train_xla["cache_hits"] >= report.steps_per_epoch
@@ -68,39 +82,81 @@ def test_compilations_stop_after_epoch_one_and_the_step_stays_on_device(run):
         assert e.train_xla["fallbacks"] == {}
         assert e.train_xla["scalar_reads"] == 1  # the summed loss, once per epoch
         assert e.train_samples == report.steps_per_epoch * 32 and e.samples_per_second > 0
+        assert e.train_tokens["computed_tokens"] == sum(
+            int(s.split("x")[0]) * int(s.split("x")[1]) * n for s, n in e.train_tokens["shapes"].items())
 
 
-def test_eval_covers_every_test_row_and_f1_is_sklearns(run, tiny):
+def test_eval_covers_every_test_row_once_in_the_datasets_order_and_f1_is_sklearns(run, tiny):
     report, _ = run
-    n_test = len(tiny[0].dataset["test"])
+    data = tiny[0]
+    n_test = len(data.dataset["test"])  # 77 rows: 3 batches of 32, the last topped up with 19 repeats
     assert report.eval_samples == len(report.predictions) == len(report.references) == n_test
-    assert report.references == tiny[0].dataset["test"]["label"]  # gathered in order, no duplicates
+    assert report.references == list(data.dataset["test"]["label"])  # back in dataset order, no repeats
     for e in report.epochs:
         assert e.f1 == pytest.approx(e.f1_sklearn, abs=1e-12)
         assert 0.0 <= e.f1 <= 1.0 and e.loss == e.loss  # not NaN
     assert "numpy" in report.f1_backend or report.f1_backend == "evaluate"
 
 
-def test_a_second_in_process_launch_works_and_an_outside_accelerator_is_refused(tiny):
-    data, tok, enc = tiny
+def test_gather_for_metrics_keeps_the_repeats_on_xla_so_the_loop_counts_rows(tiny):
+    """The reason evaluate_predictions cuts the last batch itself: on XLA, Accelerate's GradientState is per
+    thread and the MpDeviceLoader reads batches in another thread, so gather_for_metrics never sees the end."""
+    from accelerate import Accelerator
+    from torch.utils.data import DataLoader
+
+    from tpu_helpers.buckets import BucketBatchSampler, BucketCollator, BucketedDataset
+    from tpu_helpers.train_accelerate import evaluate_predictions
+
+    data, tok, enc, bounds = tiny
+    reset_accelerate()
+    try:
+        acc = Accelerator()
+        lengths = [len(x) for x in enc["test"]["input_ids"]]
+        sampler = BucketBatchSampler(lengths, 32, tuple(sorted(set(bounds) | {32})), shuffle=False)
+        dl = acc.prepare(DataLoader(BucketedDataset(enc["test"]), batch_sampler=sampler,
+                                    collate_fn=BucketCollator(tok)))
+        rows = sum(len(acc.gather_for_metrics(batch["labels"])) for batch in dl)
+        assert rows == 96 > 77  # 3 x 32: the 19 repeats of the last batch are still there
+        model = acc.prepare(banking77.make_model("tiny", data, vocab_size=len(tok), max_length=32, hidden_size=32))
+        preds, refs = evaluate_predictions(acc, model, dl, len(enc["test"]))
+        order = [int(i) for b in sampler.plan(0) for i in b.indices[:b.real_rows]]
+        assert len(preds) == 77 and refs.tolist() == [int(enc["test"][i]["labels"]) for i in order]
+    finally:
+        reset_accelerate()
+
+
+def test_a_second_in_process_launch_works_with_fixed_length_padding_and_an_outside_accelerator_is_refused(tiny):
+    data, tok, _, _ = tiny
+    padded = banking77.tokenize(data.dataset, tok, 16)  # the seed's way: every query padded to 16 tokens
     assert launch.kernel_problems(CPU_PLAN) == []  # the first launch left no Accelerator behind
     from accelerate import Accelerator
 
     Accelerator()
     try:
         with pytest.raises(launch.LaunchError, match="Accelerator"):
-            launch.launch(training_function, (None, enc["train"], enc["test"], TrainConfig()), CPU_PLAN)
+            launch.launch(training_function, (None, padded["train"], padded["test"], TrainConfig()), CPU_PLAN)
     finally:
         reset_accelerate()
     model = banking77.make_model("tiny", data, vocab_size=len(tok), max_length=16, hidden_size=32)
-    again = launch.launch(training_function, (model, enc["train"], enc["test"],
-                                              TrainConfig(epochs=1, progress=False)), CPU_PLAN)
-    assert again.pid == os.getpid() and len(again.epochs) == 1
-    assert again.epochs[0].train_xla["compilations"] == 0  # same shapes, same graphs: all from the cache
+    again = launch.launch(training_function, (model, padded["train"], padded["test"],
+                                              TrainConfig(epochs=1, progress=False, eval_batch_size=32)), CPU_PLAN)
+    assert again.pid == os.getpid() and len(again.epochs) == 1 and again.padding == "max_length"
+    assert again.shapes("train") == ["32x16"] and again.shapes("eval") == ["13x16", "32x16"]
+    assert len(again.predictions) == 77 and again.references == list(data.dataset["test"]["label"])
+    assert again.tokens_per_real_token > 1.0
+
+
+def test_bad_padding_settings_are_clear_errors(tiny):
+    _, tok, enc, _ = tiny
+    with pytest.raises(TrainingError, match="choose one of buckets, max_length"):
+        training_function(None, enc["train"], enc["test"], TrainConfig(padding="longest"))
+    with pytest.raises(TrainingError, match="needs the tokenizer"):
+        from tpu_helpers.train_accelerate import make_loaders
+        make_loaders(enc["train"], enc["test"], TrainConfig(padding="buckets"), None)
 
 
 def test_too_small_training_set_is_a_clear_error(tiny):
-    _, _, enc = tiny
+    _, _, enc, _ = tiny
     with pytest.raises(TrainingError, match="smaller than one batch"):
         training_function(None, enc["test"].select(range(10)), enc["test"], TrainConfig(batch_size=32))
 

@@ -380,18 +380,29 @@ def length_summary(lengths: Sequence[int], max_length: int) -> dict[str, float]:
     }
 
 
-def tokenize(dataset, tokenizer, max_length: int):
-    """Every text to exactly ``max_length`` tokens (pad or truncate): one shape, so XLA compiles one graph.
+def tokenize(dataset, tokenizer, max_length: int, *, padding: str = "max_length"):
+    """Tokenize ``text`` (truncated at ``max_length`` tokens) into ``input_ids``, ``attention_mask``
+    (+ ``token_type_ids`` for BERT) and ``labels``.
 
-    Returns a DatasetDict in torch format with ``input_ids``, ``attention_mask`` (+ ``token_type_ids`` for BERT)
-    and ``labels``.
+    ``padding="max_length"`` (the seed's way): every text to exactly ``max_length`` tokens, one shape, so XLA
+    compiles one graph; the DatasetDict is in torch format. ``padding="none"``: no padding here, plain Python lists
+    of each text's own length (the batches are padded later, e.g. to length buckets by
+    `tpu_helpers.buckets.BucketCollator`).
     """
+    if padding not in ("max_length", "none"):
+        raise Banking77Error(f"padding={padding!r}: use 'max_length' (pad here) or 'none' (pad per batch later)")
+
     def encode(batch):
+        if padding == "none":
+            return tokenizer(batch["text"], truncation=True, max_length=max_length)
         return tokenizer(batch["text"], padding="max_length", truncation=True, max_length=max_length)
 
     out = dataset.map(encode, batched=True, remove_columns=["text"], desc=None)
     out = out.rename_column("label", "labels")
     columns = [c for c in ("input_ids", "token_type_ids", "attention_mask", "labels")
                if c in out["train"].column_names]
-    out.set_format("torch", columns=columns)
+    if padding == "max_length":
+        out.set_format("torch", columns=columns)
+    else:
+        out = out.select_columns(columns)
     return out

@@ -45,7 +45,7 @@ from typing import Any, Callable, Mapping, MutableMapping, Sequence
 from .runtime import Runtime, detect_runtime
 
 __all__ = ["LaunchError", "LaunchPlan", "plan_launch", "accelerate_sees_hosted_tpu", "prepare_environment",
-           "kernel_problems", "check_kernel", "launch"]
+           "kernel_problems", "check_kernel", "launch", "reset_accelerate_state"]
 
 KINDS = ("hosted-tpu", "tpu-vm", "multi-gpu", "gpu", "xla-cpu")
 
@@ -228,9 +228,11 @@ class _Capture:
         self.result = self.function(*args)
 
 
-def _reset_accelerate_state() -> None:
-    # After an in-process run, forget this run's Accelerator so the next launch starts clean (the same
-    # reset accelerate's own test utilities use between runs).
+def reset_accelerate_state() -> None:
+    """Forget every Accelerator of this process, so the next launch (or exercise check) starts clean.
+
+    `launch` calls it after an in-process run; it is the reset accelerate's own test utilities use between runs.
+    """
     state = sys.modules.get("accelerate.state")
     if state is None:
         return
@@ -261,5 +263,5 @@ def launch(function: Callable[..., Any], args: Sequence[Any] = (), plan: LaunchP
         notebook_launcher(capture, args, num_processes=plan.num_processes)
     finally:
         if plan.in_process:
-            _reset_accelerate_state()
+            reset_accelerate_state()
     return capture.result if plan.in_process else None

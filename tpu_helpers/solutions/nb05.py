@@ -1,0 +1,48 @@
+"""Reference answers for notebook 05's exercises (BANKING77 with Accelerate, length buckets). Try first, then read."""
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+
+def pick_boundaries(lengths: Sequence[int], max_length: int) -> list[int]:
+    """At most 3 buckets, multiples of 8, the largest the smallest multiple of 8 that holds the longest query (at
+    most max_length): try every pair of inner boundaries and keep the set that computes the fewest tokens when each
+    query is padded to its bucket. (`tpu_helpers.buckets.choose_boundaries` does the same, faster.)"""
+    lengths = [min(int(n), max_length) for n in lengths]
+    top = min(max_length, -(-max(lengths) // 8) * 8)
+    counts: dict[int, int] = {}
+    for n in lengths:
+        counts[n] = counts.get(n, 0) + 1
+
+    def cost(bounds: list[int]) -> int:  # tokens computed: every query padded to the first bound that holds it
+        return sum(c * next(b for b in bounds if b >= n) for n, c in counts.items())
+
+    best = [top]
+    for a in range(8, top, 8):
+        for b in range(a, top, 8):  # a == b: two buckets
+            bounds = sorted({a, b, top})
+            if cost(bounds) < cost(best):
+                best = bounds
+    return best
+
+
+def make_collate(tokenizer: Any) -> Callable[[Sequence[tuple[dict, int]]], dict]:
+    """A collate function that pads every batch to the length its bucket sampler chose, with the tokenizer's own
+    padding (``DataCollatorWithPadding``, padding="max_length"): one shape per bucket, on every replica."""
+    from transformers import DataCollatorWithPadding
+
+    def collate(items):
+        rows = [row for row, _ in items]
+        length = items[0][1]  # the sampler gives every row of a batch the same length
+        return DataCollatorWithPadding(tokenizer, padding="max_length", max_length=length)(rows)
+
+    return collate
+
+
+def gather_step(accelerator: Any, preds: Any, labels: Any, seen: int, n_rows: int) -> tuple[list[int], list[int]]:
+    """Gather this batch from every replica, copy it to the host, and keep only the rows still due: the last
+    batch's repeats (added to keep its shape) are cut here, because on XLA ``gather_for_metrics`` cannot see the
+    loader's end. The cut happens on the host: a slice on the device would be one more graph to compile."""
+    preds, labels = accelerator.gather_for_metrics((preds, labels))
+    keep = max(0, min(len(preds), n_rows - seen))
+    return preds.cpu()[:keep].tolist(), labels.cpu()[:keep].tolist()
