@@ -7,16 +7,9 @@ import numpy as np
 import pytest
 
 from tpu_helpers.checks import nb03
+from tests.exercise_helpers import failed, skeleton  # noqa: F401
 
 RIGHT_REPLICAS = {"v5e-1": 1, "v3-8": 8, "v5e-8": 8, "v3-32": 32}
-
-
-@pytest.fixture(scope="module")
-def tf():
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    tf = pytest.importorskip("tensorflow")
-    tf.get_logger().setLevel("ERROR")
-    return tf
 
 
 @pytest.fixture(scope="module")
@@ -25,16 +18,6 @@ def solution(tf):
     return solution
 
 
-def failed(result, *phrases):
-    """The check failed on an attempted answer and its message names the problem."""
-    assert not result.passed and result.attempted, result
-    for phrase in phrases:
-        assert phrase in result.message, (phrase, result.message)
-    return True
-
-
-def skeleton(*args, **kwargs):
-    raise NotImplementedError  # YOUR ANSWER
 
 
 def right_arithmetic(per_replica_batch, replicas, num_examples):

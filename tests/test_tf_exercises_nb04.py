@@ -7,14 +7,7 @@ import pytest
 
 from tpu_helpers import mlm_data as md
 from tpu_helpers.checks import nb04
-
-
-@pytest.fixture(scope="module")
-def tf():
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    tf = pytest.importorskip("tensorflow")
-    tf.get_logger().setLevel("ERROR")
-    return tf
+from tests.exercise_helpers import failed, skeleton  # noqa: F401
 
 
 @pytest.fixture(scope="module")
@@ -23,16 +16,6 @@ def solution(tf):
     return solution
 
 
-def failed(result, *phrases):
-    """The check failed on an attempted answer and its message names the problem."""
-    assert not result.passed and result.attempted, result
-    for phrase in phrases:
-        assert phrase in result.message, (phrase, result.message)
-    return True
-
-
-def skeleton(*args, **kwargs):
-    raise NotImplementedError  # YOUR ANSWER
 
 
 # ----------------------------------------------------------------------------------------- mask_batch

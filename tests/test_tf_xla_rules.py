@@ -18,14 +18,6 @@ from tpu_helpers import runtime, xla_tf
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture(scope="module")
-def tf():
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    tf = pytest.importorskip("tensorflow")
-    tf.get_logger().setLevel("ERROR")
-    return tf
-
-
 def test_three_shapes_three_compilations_then_cache_hits(tf):
     step = xla_tf.jit(lambda x: tf.reduce_sum(x * 3.0))
     with xla_tf.CompilationCounter(step) as c:
