@@ -16,14 +16,6 @@ BLOCK = 128
 
 
 @pytest.fixture(scope="module")
-def tf():
-    frameworks.use_framework("tf")
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    import tensorflow
-    return tensorflow
-
-
-@pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
     c = md.load_corpus("offline", offline_max_chars=150_000, cache_dir=tmp_path_factory.mktemp("corpus"),
                        verbose=False)

@@ -16,14 +16,6 @@ SPEC = md.MaskingSpec(mask_token_id=4, vocab_size=500, special_ids=(0, 1, 2, 3, 
 
 
 @pytest.fixture(scope="module")
-def tf():
-    frameworks.use_framework("tf")
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    import tensorflow
-    return tensorflow
-
-
-@pytest.fixture(scope="module")
 def shards(tf, tmp_path_factory):
     rng = np.random.default_rng(9)
     blocks = rng.integers(5, SPEC.vocab_size, size=(300, BLOCK)).astype(np.int32)
