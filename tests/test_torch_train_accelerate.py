@@ -98,9 +98,11 @@ def test_eval_covers_every_test_row_once_in_the_datasets_order_and_f1_is_sklearn
     assert "numpy" in report.f1_backend or report.f1_backend == "evaluate"
 
 
-def test_gather_for_metrics_keeps_the_repeats_on_xla_so_the_loop_counts_rows(tiny):
-    """The reason evaluate_predictions cuts the last batch itself: on XLA, Accelerate's GradientState is per
-    thread and the MpDeviceLoader reads batches in another thread, so gather_for_metrics never sees the end."""
+def test_gather_for_metrics_keeps_the_repeats_of_a_small_set_on_xla_so_the_loop_counts_rows(tiny):
+    """One of the two ways gather_for_metrics goes wrong on XLA: on a test set this small the MpDeviceLoader's
+    thread has finished (and cleared the end-of-data flag) before the loop gathers the last batch, so its repeats
+    survive. (On a large set it cuts real rows instead: tests/test_torch_evaluation.py.) evaluate_predictions
+    gathers with accelerator.gather and cuts the last batch itself."""
     from accelerate import Accelerator
     from torch.utils.data import DataLoader
 

@@ -42,9 +42,10 @@ shape for almost every batch, and different shapes on different replicas. Fixed 
 are the part it lacks; with them, padding every query to its own bucket is also the least padding they allow.
 
 Evaluation (``shuffle=False, drop_last=False``) keeps every query exactly once; the last, incomplete global
-batch is topped up with repeats of its own rows so that it keeps the batch shape (no extra graph). On XLA,
-Accelerate's ``gather_for_metrics`` cannot drop those repeats (see `tpu_helpers.train_accelerate.evaluate_predictions`):
-count the rows and cut the last batch on the host.
+batch is topped up with repeats of its own rows so that it keeps the batch shape (no extra graph). Gather with
+``accelerator.gather``, count the rows and cut the last batch on the host: on XLA, ``gather_for_metrics`` decides
+what to cut from a flag that the loader's prefetch thread sets early (see
+`tpu_helpers.train_accelerate.evaluate_predictions`).
 
 Sources: transformers ``trainer_pt_utils.get_length_grouped_indices`` and ``DataCollatorWithPadding`` (v4.57);
 accelerate ``data_loader.BatchSamplerShard`` and ``Accelerator.gather_for_metrics`` (v1.15):
@@ -255,7 +256,7 @@ class BucketBatchSampler:
 class BucketedDataset:
     """A map-style dataset indexed by the sampler's ``(index, padded_length)`` pairs: returns ``(row, length)``.
 
-    ``len()`` is the wrapped dataset's (Accelerate's ``gather_for_metrics`` uses it to drop the repeated rows).
+    ``len()`` is the wrapped dataset's (what Accelerate's data loader reports as the dataset's length).
     Rows are fetched in one batched read per batch (``__getitems__``, which torch's DataLoader uses).
     """
 

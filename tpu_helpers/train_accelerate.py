@@ -28,9 +28,10 @@ What it does, and why (the seed is the tutorial "Getting started with Transforme
   last incomplete batch (one batch shape); its evaluation loader keeps every sample (``drop_last=False``), so its
   last, smaller batch is one more graph. The run compiles one graph per batch shape plus AdamW's first step.
 * **Exactly one prediction per test query** (`evaluate_predictions`): the last evaluation batch may carry
-  repeated rows (topped up to keep its shape), and on XLA ``gather_for_metrics`` cannot drop them (Accelerate's
-  GradientState is per thread there, and the ``MpDeviceLoader`` reads batches in another thread), so the rows are
-  counted and the last batch is cut on the host.
+  repeated rows (topped up to keep its shape). They are cut on the host, by count, after ``accelerator.gather``;
+  not by ``gather_for_metrics``, which on XLA loses real rows (see `evaluate_predictions` for why). Before training,
+  `check_evaluation_plan` replays the evaluation loader's plan on the host and stops at once if it would not give
+  every test row exactly once.
 * **No host syncs inside the steps**: the loss is summed on the device and read once per epoch (the sum starts
   from the first loss, not ``torch.zeros``, one tiny graph less; it is all-reduced only with several replicas); the
   tqdm bar (main process only) counts steps by hand: wrapping the loader in ``tqdm.auto`` would call ``iter()`` on
@@ -54,7 +55,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 __all__ = ["TrainConfig", "EpochStats", "TrainReport", "TrainingError", "training_function", "make_loaders",
-           "evaluate_predictions", "weighted_f1", "weighted_f1_numpy", "load_f1_metric", "PADDINGS"]
+           "evaluate_predictions", "rows_still_due", "check_evaluation_plan", "weighted_f1", "weighted_f1_numpy", "load_f1_metric", "PADDINGS"]
 
 PADDINGS = ("buckets", "max_length")
 
@@ -325,18 +326,64 @@ def make_loaders(train_dataset, eval_dataset, config: TrainConfig, tokenizer=Non
 
 # --------------------------------------------------------------------------------------------- evaluation
 
+def rows_still_due(batch_rows: int, seen: int, n_rows: int) -> int:
+    """How many rows of a gathered evaluation batch to keep: all of them until ``n_rows`` test rows are seen, then
+    none. Only the last batch is ever cut: it carries the repeats that keep its shape (`BucketBatchSampler`'s top-up,
+    or Accelerate's ``even_batches`` across replicas), and they come after its real rows."""
+    return max(0, min(int(batch_rows), int(n_rows) - int(seen)))
+
+
+def check_evaluation_plan(eval_dl, n_rows: int, num_replicas: int = 1, order: Sequence[int] | None = None) -> int:
+    """Before training: replay the evaluation loader's batches on the host, as ``accelerator.prepare`` will shard
+    them (accelerate's ``BatchSamplerShard``: batch ``k`` to replica ``k % num_replicas``) and as the gather puts
+    them back together, and check that cutting each gathered batch with `rows_still_due` gives every test row
+    exactly once, in ``order`` (the bucketed evaluation's order; None: the dataset's). Returns the number of
+    gathered batches; raises `TrainingError` (before any training time is spent) when the plan is wrong.
+
+    Only indices are read (the batch sampler), no row is loaded or padded.
+    """
+    from accelerate.data_loader import BatchSamplerShard
+
+    sampler = eval_dl.batch_sampler
+    if num_replicas > 1:
+        shards = [list(BatchSamplerShard(sampler, num_processes=num_replicas, process_index=r, even_batches=True))
+                  for r in range(num_replicas)]
+        if len({len(s) for s in shards}) != 1:
+            raise TrainingError(f"the evaluation loader gives the {num_replicas} replicas different numbers of "
+                                f"batches ({[len(s) for s in shards]}): the gather would hang or mix batches")
+        steps = [[i for piece in pieces for i in piece] for pieces in zip(*shards)]
+    else:
+        steps = [list(b) for b in sampler]
+    rows, seen = [], 0
+    for step in steps:
+        keep = rows_still_due(len(step), seen, n_rows)
+        rows += [i[0] if isinstance(i, tuple) else i for i in step[:keep]]
+        seen += keep
+    want = list(range(n_rows)) if order is None else [int(i) for i in order]
+    if [int(i) for i in rows] != want:
+        missing = len(set(want) - set(rows))
+        raise TrainingError(f"the evaluation loader's plan gives {len(rows)} rows ({len(set(rows))} distinct, "
+                            f"{missing} test rows missing) for {n_rows} test rows: check eval_batch_size, the "
+                            "bucket boundaries (the largest must hold every test query) and drop_last=False")
+    return len(steps)
+
+
 def evaluate_predictions(accelerator, model, eval_dl, n_rows: int):
     """Predictions and labels of a prepared evaluation loader, gathered from every replica: exactly ``n_rows`` of
     each (NumPy arrays, in the loader's order).
 
-    The last batch may carry repeated rows (topped up to keep the batch shape, by `BucketBatchSampler` or by
-    Accelerate's ``even_batches``). ``gather_for_metrics`` drops them on GPUs, but **not on XLA**: Accelerate keeps
-    its GradientState per thread there (``ThreadLocalSharedDict``, accelerate#1385, for PJRT's threads on TPU
-    v2/v3), and the ``MpDeviceLoader`` that ``prepare`` wraps the loader in reads the batches in a background
-    thread, so the evaluation loop never sees the loader's end or its remainder and gets every row back (the
-    method's own pull request said so: "this method currently doesn't work for TPU", accelerate#540). So the rows
-    are counted here, as before ``gather_for_metrics`` existed, and the last batch is cut to the rows still due.
-    The cut happens on the host, after the copy: a slice on the device would be one more graph to compile.
+    **Why ``gather`` and not ``gather_for_metrics``.** ``gather_for_metrics`` drops the last batch's repeats by
+    asking Accelerate's GradientState whether the loader has reached its end, and if so keeps only the first
+    ``len(dataset) % total_batch_size`` rows of what it gathers. On XLA the prepared loader is a
+    ``MpDeviceLoader``: a background thread iterates the underlying ``DataLoaderShard`` and queues the batches
+    ahead (accelerate's ``MpDeviceLoaderWrapper``, torch_xla's ``ParallelLoader``). That thread reaches the end
+    first: it sets ``end_of_dataloader = True`` while several batches still wait in the queue, and keeps it set
+    until the loop takes the last one. Every batch the loop gathers in that window is cut to the remainder. On
+    BANKING77's test set (3,080 rows, batches of 64, remainder 8) the loop got 7 or 8 full batches cut to 8 rows:
+    2,744 or 2,688 rows instead of 3,080, depending on how far the thread ran ahead (a race, so small test sets
+    whose loader ends before the loop is busy did not show it). ``gather`` never cuts; the rows still due are
+    counted here (`rows_still_due`) and only the last batch loses its repeats. The cut happens on the host, after
+    the copy: a slice on the device would be one more graph to compile.
     """
     import numpy as np
     import torch
@@ -346,19 +393,19 @@ def evaluate_predictions(accelerator, model, eval_dl, n_rows: int):
     for batch in eval_dl:
         with torch.no_grad():
             logits = model(**batch).logits
-        chunks = accelerator.gather_for_metrics((logits.argmax(dim=-1), batch["labels"]))
-        chunks_p.append(chunks[0])
-        chunks_r.append(chunks[1])
+        preds, refs = accelerator.gather((logits.argmax(dim=-1), batch["labels"]))
+        chunks_p.append(preds)
+        chunks_r.append(refs)
     # each chunk was computed when the loader synced at the next step: copying it is a transfer, no new graph
-    preds, refs, seen = [], [], 0
+    out_p, out_r, seen = [], [], 0
     for p, r in zip(chunks_p, chunks_r):
-        keep = max(0, min(len(p), n_rows - seen))
-        preds.append(p.cpu().numpy()[:keep])
-        refs.append(r.cpu().numpy()[:keep])
+        keep = rows_still_due(len(p), seen, n_rows)
+        out_p.append(p.cpu().numpy()[:keep])
+        out_r.append(r.cpu().numpy()[:keep])
         seen += keep
     if seen != n_rows:
         raise TrainingError(f"the evaluation loader produced {seen} rows for {n_rows} test rows")
-    return np.concatenate(preds), np.concatenate(refs)
+    return np.concatenate(out_p), np.concatenate(out_r)
 
 
 # --------------------------------------------------------------------------------------------- the function
@@ -401,6 +448,7 @@ def training_function(model, train_dataset, eval_dataset, config: TrainConfig | 
 
     train_dl, eval_dl, train_collate, eval_collate, eval_order = make_loaders(
         train_dataset, eval_dataset, config, tokenizer, num_replicas=n_proc)
+    check_evaluation_plan(eval_dl, len(eval_dataset), n_proc, eval_order)  # before any training time is spent
     train_sampler = train_dl.batch_sampler if config.padding == "buckets" else None
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay)
     total_steps = config.epochs * len(train_dl)  # unsharded length: the prepared scheduler steps once per replica

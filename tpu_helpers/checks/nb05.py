@@ -8,7 +8,9 @@
   through a small BERT on the XLA device, where the compilations are counted.
 * `check_gather_step`: ``gather_step(accelerator, preds, labels, seen, n_rows)`` must bring one batch's
   predictions from every replica to the host and keep only rows that are still due, so the evaluation returns
-  exactly one prediction per test row, without compiling a new graph.
+  exactly one prediction per test row, without compiling a new graph. (The reference uses ``accelerator.gather``:
+  on XLA ``gather_for_metrics`` cuts rows by a flag that the loader's prefetch thread sets early; see
+  `tpu_helpers.train_accelerate.evaluate_predictions`.)
 
 The checks run the learner's code and test what it does (values, shapes, counts from XLA), never its text.
 """
@@ -190,7 +192,7 @@ def check_collate(make_collate: Callable, dataset: Any, tokenizer: Any, boundari
 # --------------------------------------------------------------------------------------------- gather
 def _reference_step(accelerator, preds, labels, seen, n_rows):
     """The check's own gather step (the reference answer's), run first to compile the model's graphs."""
-    preds, labels = accelerator.gather_for_metrics((preds, labels))
+    preds, labels = accelerator.gather((preds, labels))
     keep = max(0, min(len(preds), n_rows - seen))
     return preds.cpu()[:keep].tolist(), labels.cpu()[:keep].tolist()
 
@@ -258,12 +260,14 @@ def check_gather_step(gather_step: Callable, dataset: Any, tokenizer: Any, bound
         if extra > 0:
             raise AssertionError(
                 f"the loop got {len(preds)} predictions for {n_rows} test rows: the sampler topped up the last batch "
-                f"with {repeats} repeated rows to keep its shape, and they are still in. On XLA, "
-                "gather_for_metrics cannot drop them: Accelerate keeps its loader state per thread there, and the "
-                "MpDeviceLoader reads batches in another thread, so it never sees the loader's end. Keep only the "
-                "rows still due: min(len(batch), n_rows - seen).")
+                f"with {repeats} repeated rows to keep its shape, and they are still in. Keep only the rows still "
+                "due: min(len(batch), n_rows - seen). (On XLA, gather_for_metrics cannot be trusted to drop them: it "
+                "reads the loader's end-of-data flag, which the MpDeviceLoader's background thread sets ahead of "
+                "the loop. Here it kept the repeats; on a larger test set it cuts real rows instead.)")
         assert extra == 0, (f"the loop got {len(preds)} predictions for {n_rows} test rows: {-extra} are missing. "
-                            "Keep every row of the full batches; cut only the rows beyond n_rows.")
+                            "Keep every row of the full batches; cut only the rows beyond n_rows. Use "
+                            "accelerator.gather: on XLA, gather_for_metrics cuts every batch that the loader's "
+                            "background thread had queued when it reached the end, real rows included.")
         want = [int(dataset[i]["labels"]) for i in order]
         assert [int(x) for x in labels] == want, (
             "the labels you returned are not the test rows' labels in the loader's order: keep the gathered rows "
