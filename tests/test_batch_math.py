@@ -4,7 +4,7 @@ import sys
 
 import pytest
 
-from tests.conftest import ROOT
+from conftest import ROOT
 from tpu_helpers.strategy import (BatchPlan, DEFAULT_SLICES, batch_table, format_table, plan_batches, slice_info,
                                   split_batch)
 

@@ -102,10 +102,10 @@ def test_manifest_round_trip():
         Manifest.from_json(json.dumps({**d, "format": "something-else"}))
 
 
-def test_importing_mlm_data_loads_no_framework():
+def test_importing_mlm_data_loads_no_framework(tmp_path):
     code = ("import sys, tpu_helpers.mlm_data, tpu_helpers.gcs, tpu_helpers.gcs_emulator; "
             "print(sorted(m for m in ('tensorflow', 'torch', 'transformers', 'datasets') if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
-                         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                         env={"PATH": "/usr/bin:/bin"})  # the installed tpu_helpers, from an empty folder
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"

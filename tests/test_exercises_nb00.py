@@ -1,7 +1,7 @@
 """Notebook 00's framework-free exercise check: reading a TPU accelerator type. It passes on the reference
 answer and fails, naming the problem, on typical wrong answers. (The TensorFlow exercise of notebook 00 is
 checked in tests/test_tf_exercises.py.)"""
-from tests.conftest import ROOT
+from conftest import ROOT
 from tpu_helpers.checks import nb00
 from tpu_helpers.solutions import nb00 as solution
 

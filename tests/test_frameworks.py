@@ -42,7 +42,7 @@ def test_loaded_frameworks():
 
 
 def _run(code: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=ROOT, PJRT_DEVICE="CPU", TF_CPP_MIN_LOG_LEVEL="3")
+    env = dict(os.environ, PJRT_DEVICE="CPU", TF_CPP_MIN_LOG_LEVEL="3")  # the installed tpu_helpers
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
 
 
@@ -64,3 +64,45 @@ def test_tf_process_refuses_torch():
     assert proc.returncode == 1
     assert "FrameworkClashError: TensorFlow is already imported" in proc.stderr
     assert proc.stderr.count("\n") < 15, "a short traceback, not a crash dump"
+
+
+# ---------------------------------------------------------------------------- the TPU build in this kernel
+class _Rt:
+    def __init__(self, tpu):
+        self.is_tpu = tpu
+
+
+def _dists(**versions):
+    names = {k.replace("_", "-"): v for k, v in versions.items()}
+    return lambda name: names.get(name)
+
+
+def test_tpu_build_check_is_silent_off_a_tpu():
+    from tpu_helpers.frameworks import check_tpu_build
+
+    assert "not on a TPU" in check_tpu_build(_Rt(False), "tf", installed=_dists())
+
+
+def test_tpu_build_check_stops_a_tf_kernel_with_the_cpu_build():
+    from tpu_helpers.frameworks import WrongBuildError, check_tpu_build
+
+    both = _dists(tensorflow="2.20.0", tensorflow_tpu="2.20.0", libtpu="0.0.14")  # tf-keras pulled tensorflow in
+    with pytest.raises(WrongBuildError, match=r"CPU build of TensorFlow.*tensorflow==2\.20\.0.*restart the runtime"):
+        check_tpu_build(_Rt(True), "tf", installed=both, tpu_devices=lambda: ["TPU:0"])
+    with pytest.raises(WrongBuildError, match="CPU build"):
+        check_tpu_build(_Rt(True), "tf", installed=_dists(tensorflow="2.20.0"), tpu_devices=lambda: [])
+    good = _dists(tensorflow_tpu="2.20.0", libtpu="0.0.14")
+    with pytest.raises(WrongBuildError, match="lists no TPU device"):
+        check_tpu_build(_Rt(True), "tf", installed=good, tpu_devices=lambda: [])
+    assert "8 TPU devices" in check_tpu_build(_Rt(True), "tf", installed=good, tpu_devices=lambda: ["d"] * 8)
+
+
+def test_tpu_build_check_stops_a_torch_kernel_without_libtpu():
+    from tpu_helpers.frameworks import WrongBuildError, check_tpu_build
+
+    with pytest.raises(WrongBuildError, match=r"torch_xla\[tpu\]"):
+        check_tpu_build(_Rt(True), "torch", installed=_dists(torch_xla="2.9.0"), tpu_devices=lambda: ["TPU"])
+    with pytest.raises(WrongBuildError, match="does not pick the TPU"):
+        check_tpu_build(_Rt(True), "torch", installed=_dists(torch_xla="2.9.0", libtpu="0.0.21"), tpu_devices=list)
+    assert "PJRT device TPU" in check_tpu_build(_Rt(True), "torch", installed=_dists(torch_xla="2.9.0", libtpu="0.0.21"),
+                                                tpu_devices=lambda: ["TPU"])

@@ -5,8 +5,8 @@ import sys
 import nbformat
 import pytest
 
-from tests.conftest import ROOT
-from tools import notebook_conventions as nc
+from conftest import ROOT
+import notebook_conventions as nc
 
 NOTEBOOKS = nc.notebook_paths()
 

@@ -11,7 +11,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from tests.conftest import ROOT
+from conftest import ROOT
 
 RERUN = ["00_is_my_runtime_ready.ipynb", "03_tpu_access_tensorflow.ipynb"]
 

@@ -24,7 +24,7 @@ def test_read_pins_and_mismatches(tmp_path):
 
 
 def test_repository_pins_are_exact_and_include_the_stack():
-    from tests.conftest import ROOT
+    from conftest import ROOT
     pins = read_pins(ROOT / "requirements.txt")
     assert pins["torch"] == pins["torch-xla"], "torch and torch_xla must match exactly"
     assert pins["tensorflow"].split(".")[:2] == pins["tf-keras"].split(".")[:2], "tf-keras must match TensorFlow"

@@ -9,7 +9,7 @@ import pytest
 
 from tpu_helpers import padding
 from tpu_helpers.checks import nb00, nb01
-from tests.exercise_helpers import failed, skeleton  # noqa: F401
+from exercise_helpers import failed, skeleton  # noqa: F401
 
 
 @pytest.fixture(scope="module")

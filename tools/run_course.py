@@ -19,9 +19,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
-from tpu_helpers.summary import FIGURES_ENV  # noqa: E402
+from tpu_helpers.summary import FIGURES_ENV  # noqa: E402  (the installed package: ./course installs the wheel)
 
 
 def _figures(path: Path) -> str:

@@ -1,13 +1,24 @@
 """The whole test suite (./course test): unit tests and nbval over every notebook, in separate pytest processes.
 
-TensorFlow and torch_xla abort a process that imports both, and pytest imports every test module into one
-process. So the suite runs as three pytest processes: TensorFlow unit tests (tests/test_tf_*.py), PyTorch/XLA
-unit tests (tests/test_torch_*.py), then everything else plus the notebooks (each notebook runs in its own
-kernel). Extra arguments go to every pytest process. The closing line adds up all three.
+    ./course test                      # everything
+    ./course pytest tests/test_x.py    # some paths only (one framework per process, same options)
+
+* **One framework per process.** TensorFlow and torch_xla abort a process that imports both, and pytest imports
+  every test module into one process: TensorFlow unit tests (tests/test_tf_*.py), PyTorch/XLA unit tests
+  (tests/test_torch_*.py) and the other unit tests run as separate pytest processes.
+* **The notebooks run the way Colab opens them**: each one copied alone into an empty folder outside the
+  repository and executed there by nbval, against the installed ``tpu-course`` wheel (``./course`` builds it from
+  this checkout); nothing of the repository is importable, so a notebook that reads a repository file or needs a
+  helper missing from the wheel fails.
+* **A crash is a failure.** A pytest process killed by a signal (negative exit code: an abort, an out-of-memory
+  kill, a segfault) or one that wrote no junit report fails the run, whatever it had counted.
+
+Extra arguments go to every pytest process. The closing line adds up all groups.
 """
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -17,47 +28,120 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 NBVAL = ["--nbval-lax", "--nbval-current-env", "--nbval-cell-timeout=1500",
-         "--nbval-sanitize-with", "tests/nbval_sanitize.cfg"]
+         "--nbval-sanitize-with", str(ROOT / "tests" / "nbval_sanitize.cfg")]
+
+
+def pytest_command() -> list[str]:
+    """pytest's console script of this environment: unlike ``python -m pytest`` it does not put the current folder
+    (the checkout) on sys.path, so ``import tpu_helpers`` finds the installed wheel."""
+    script = Path(sys.executable).with_name("pytest")
+    return [str(script)] if script.exists() else [sys.executable, "-P", "-m", "pytest"]
+
+
+def framework_of(path: str) -> str:
+    name = Path(path).name
+    return "tf" if name.startswith("test_tf_") else "torch" if name.startswith("test_torch_") else "other"
 
 
 def groups() -> list[tuple[str, list[str]]]:
-    tf = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").glob("test_tf_*.py"))
-    torch = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").glob("test_torch_*.py"))
-    rest = ["tests", "notebooks", "--ignore-glob=tests/test_tf_*.py", "--ignore-glob=tests/test_torch_*.py"]
+    tests = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").glob("test_*.py"))
     out = []
-    if tf:
-        out.append(("TensorFlow unit tests", tf))
-    if torch:
-        out.append(("PyTorch/XLA unit tests", torch))
-    out.append(("other unit tests + notebooks (nbval)", rest))
+    for fw, name in (("tf", "TensorFlow unit tests"), ("torch", "PyTorch/XLA unit tests"), ("other", "other unit tests")):
+        paths = [t for t in tests if framework_of(t) == fw]
+        if paths:
+            out.append((name, paths))
+    out.append(("notebooks, each alone in an empty folder (nbval)", [str(p) for p in sorted(
+        (ROOT / "notebooks").glob("*.ipynb"))]))
     return out
+
+
+def isolate_notebooks(paths: list[str], tmp: Path) -> list[str]:
+    """Copy each notebook alone into its own empty folder; return the copies' paths."""
+    out = []
+    for p in paths:
+        src = (ROOT / p) if not Path(p).is_absolute() else Path(p)
+        folder = tmp / src.stem
+        folder.mkdir(parents=True)
+        out.append(str(shutil.copy2(src, folder / src.name)))
+    return out
+
+
+def run_group(name: str, paths: list[str], argv: list[str], tmp: Path, i: int) -> tuple[int, dict[str, int] | None]:
+    junit = tmp / f"group{i}.xml"
+    notebooks = [p for p in paths if p.endswith(".ipynb")]
+    if notebooks:
+        copies = isolate_notebooks(notebooks, tmp / f"notebooks{i}")
+        cwd = tmp / f"notebooks{i}"
+        # rootdir and config from the empty folder: no conftest or pytest.ini of the checkout takes part
+        cmd = [*pytest_command(), *NBVAL, "--rootdir", str(cwd), "-c", os.devnull, "-p", "no:cacheprovider",
+               *copies, f"--junitxml={junit}", *argv]
+    else:
+        cwd = ROOT
+        cmd = [*pytest_command(), *NBVAL, *paths, f"--junitxml={junit}", *argv]
+    print(f"\n=== {name}: {' '.join(Path(p).name for p in paths) if len(paths) < 12 else f'{len(paths)} files'}",
+          flush=True)
+    start = time.perf_counter()
+    rc = subprocess.call(cmd, cwd=cwd)
+    print(f"=== {name}: exit {rc} in {time.perf_counter() - start:.0f} s", flush=True)
+    if not junit.exists():
+        return rc, None
+    totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    for suite in ET.parse(junit).getroot().iter("testsuite"):
+        for key in totals:
+            totals[key] += int(suite.get(key, 0))
+    return rc, totals
+
+
+def verdict(results: list[tuple[str, int, dict[str, int] | None]]) -> tuple[int, str]:
+    """The suite's exit code and closing line from each group's (name, exit code, junit totals)."""
+    totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    crashed = []
+    worst = 0
+    for name, rc, t in results:
+        if rc < 0 or t is None:  # killed by a signal, or died before writing its report: never a pass
+            crashed.append(f"{name} (exit {rc}{', no report' if t is None else ''})")
+            worst = worst or 1
+            continue
+        for key in totals:
+            totals[key] += t[key]
+        if rc not in (0, 5):  # 5: this group collected no test
+            worst = worst or rc
+    failed = totals["failures"] + totals["errors"] + len(crashed)
+    passed = totals["tests"] - totals["failures"] - totals["errors"] - totals["skipped"]
+    line = f"{passed} passed, {failed} failed, {totals['skipped']} skipped"
+    if crashed:
+        line += "\ncrashed (counted as failed): " + "; ".join(crashed)
+    if passed == 0 and not worst:
+        return 5, line
+    return worst or (1 if failed else 0), line
 
 
 def main(argv: list[str]) -> int:
     os.environ.setdefault("TPU_COURSE_PROFILE", "ci")
     os.environ.setdefault("TPU_COURSE_SOLUTIONS", "1")  # exercises run with the reference answers: every check must pass
-    totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
-    worst = 0
-    with tempfile.TemporaryDirectory() as tmp:
-        for i, (name, paths) in enumerate(groups()):
-            junit = Path(tmp) / f"group{i}.xml"
-            cmd = [sys.executable, "-m", "pytest", *NBVAL, *paths, f"--junitxml={junit}", *argv]
-            print(f"\n=== {name}: {' '.join(paths)}", flush=True)
-            start = time.perf_counter()
-            rc = subprocess.call(cmd, cwd=ROOT)
-            print(f"=== {name}: exit {rc} in {time.perf_counter() - start:.0f} s", flush=True)
-            if rc not in (0, 5):  # 5: this group collected no test
-                worst = max(worst, rc)
-            if junit.exists():
-                for suite in ET.parse(junit).getroot().iter("testsuite"):
-                    for key in totals:
-                        totals[key] += int(suite.get(key, 0))
-    failed = totals["failures"] + totals["errors"]
-    passed = totals["tests"] - failed - totals["skipped"]
-    print(f"\n{passed} passed, {failed} failed, {totals['skipped']} skipped")
-    if passed == 0 and not worst:
-        return 5
-    return worst or (1 if failed else 0)
+    os.environ["TPU_COURSE_TEST_RUN"] = "1"  # tests/conftest.py: a missing framework fails instead of skipping
+    os.environ["PYTHONSAFEPATH"] = "1"  # no `python -c` child of a test puts the checkout (its cwd) on sys.path
+    if argv[:1] == ["--paths"]:
+        paths = [a for a in argv[1:] if not a.startswith("-")]
+        extra = [a for a in argv[1:] if a.startswith("-")]
+        kinds = {framework_of(p) for p in paths if not p.endswith(".ipynb")} - {"other"}
+        if len(kinds) > 1:
+            print("course: TensorFlow and PyTorch/XLA tests cannot share a pytest process; run them separately")
+            return 2
+        plan = [(f"{', '.join(sorted(kinds)) or 'selected'} tests", [p for p in paths if not p.endswith(".ipynb")]),
+                ("notebooks, each alone in an empty folder (nbval)", [p for p in paths if p.endswith(".ipynb")])]
+        plan = [(n, p) for n, p in plan if p]
+        argv = extra
+    else:
+        plan = groups()
+    results = []
+    with tempfile.TemporaryDirectory(prefix="tpu-course-tests-") as tmp:
+        for i, (name, paths) in enumerate(plan):
+            rc, totals = run_group(name, paths, argv, Path(tmp), i)
+            results.append((name, rc, totals))
+    code, line = verdict(results)
+    print("\n" + line)
+    return code
 
 
 if __name__ == "__main__":

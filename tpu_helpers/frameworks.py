@@ -11,7 +11,7 @@ import os
 import sys
 from typing import MutableMapping
 
-__all__ = ["FrameworkClashError", "use_framework", "loaded_frameworks"]
+__all__ = ["FrameworkClashError", "WrongBuildError", "use_framework", "loaded_frameworks", "check_tpu_build"]
 
 _OTHER = {"tf": ("torch_xla", "PyTorch/XLA"), "torch": ("tensorflow", "TensorFlow")}
 _NAMES = {"tf": "TensorFlow", "torch": "PyTorch/XLA"}
@@ -19,6 +19,10 @@ _NAMES = {"tf": "TensorFlow", "torch": "PyTorch/XLA"}
 
 class FrameworkClashError(RuntimeError):
     """The other framework is already imported: only a kernel restart fixes it."""
+
+
+class WrongBuildError(RuntimeError):
+    """On a TPU, this kernel has a framework build that cannot reach the TPU; the message says what to do."""
 
 
 def loaded_frameworks(modules: dict | None = None) -> list[str]:
@@ -69,3 +73,60 @@ def use_framework(name: str, *, environ: MutableMapping[str, str] | None = None,
     if key == "tf":
         environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # keep TF's C++ start-up chatter out of the notebook
     return key
+
+
+def _installed(name: str) -> str | None:
+    from importlib import metadata
+
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def check_tpu_build(runtime, framework: str, *, installed=_installed, tpu_devices=None) -> str:
+    """On a TPU runtime, stop unless this kernel has the framework's TPU build and it sees the TPU; else say so.
+
+    TensorFlow: the ``tensorflow-tpu`` distribution with ``libtpu``, and no ``tensorflow``/``tensorflow-cpu``
+    beside it (both install the same ``tensorflow/`` folder; with the CPU build's files TensorFlow reports
+    "Registered devices: [CPU]"), then ``tf.config.list_physical_devices("TPU")`` non-empty. PyTorch/XLA:
+    ``torch_xla`` with ``libtpu`` (its ``[tpu]`` extra), then ``torch_xla.runtime.device_type() == "TPU"``
+    (importing torch_xla picks PJRT's TPU device when it finds the chips; nothing runs on them yet, so a launcher
+    may still fork replicas). ``installed`` and ``tpu_devices`` are injectable for tests. Off a TPU: nothing to
+    check, the CPU build is the right one.
+    """
+    key = {"tensorflow": "tf", "pytorch": "torch"}.get(framework, framework)
+    if key not in _NAMES:
+        raise ValueError(f"check_tpu_build() takes 'tf' or 'torch', not {framework!r}")
+    if not getattr(runtime, "is_tpu", False):
+        return f"not on a TPU: the {_NAMES[key]} build installed here is the right one"
+    restart = ("run this notebook's install cell, then restart the runtime (Colab: Runtime > Restart session; "
+               "Kaggle: Run > Restart & clear cell outputs) and run from the top; on a Cloud TPU VM pick the "
+               f"kernel 'tpu-course-{key}' that ./course setup --tpu registered")
+    if key == "tf":
+        tpu, cpu = installed("tensorflow-tpu"), [d for d in ("tensorflow", "tensorflow-cpu") if installed(d)]
+        if not tpu or cpu or not installed("libtpu"):
+            found = ", ".join(f"{d}=={installed(d)}" for d in ("tensorflow", "tensorflow-cpu", "tensorflow-tpu",
+                                                               "libtpu") if installed(d)) or "no TensorFlow"
+            raise WrongBuildError(f"this kernel has the CPU build of TensorFlow, not the TPU build ({found}): it "
+                                  f"cannot reach the TPU. Uninstall tensorflow/tensorflow-cpu, {restart}.")
+        if tpu_devices is None:
+            import tensorflow as tf
+
+            tpu_devices = lambda: tf.config.list_physical_devices("TPU")  # noqa: E731
+        devices = list(tpu_devices())
+        if not devices:
+            raise WrongBuildError(f"tensorflow-tpu {tpu} is installed but lists no TPU device: another process may "
+                                  f"hold the TPU (only one can), or libtpu does not match it; {restart}.")
+        return f"TensorFlow's TPU build (tensorflow-tpu {tpu}, libtpu {installed('libtpu')}): {len(devices)} TPU devices"
+    if not installed("torch-xla") or not installed("libtpu"):
+        raise WrongBuildError(f"this kernel has torch_xla {installed('torch-xla') or '(none)'} without libtpu: the "
+                              f"CPU build of PyTorch/XLA cannot reach the TPU. Install torch_xla[tpu], then {restart}.")
+    if tpu_devices is None:
+        import torch_xla.runtime as xr
+
+        tpu_devices = lambda: ["TPU"] if xr.device_type() == "TPU" else []  # noqa: E731
+    if not list(tpu_devices()):
+        raise WrongBuildError(f"torch_xla {installed('torch-xla')} with libtpu {installed('libtpu')} does not pick "
+                              f"the TPU (PJRT_DEVICE={os.environ.get('PJRT_DEVICE')}): unset PJRT_DEVICE, or {restart}.")
+    return f"PyTorch/XLA's TPU build (torch_xla {installed('torch-xla')}, libtpu {installed('libtpu')}): PJRT device TPU"

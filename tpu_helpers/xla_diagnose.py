@@ -315,8 +315,6 @@ def run_in_fresh_process(code: str, env: Mapping[str, str] | None = None,
     import subprocess
     import sys
 
-    child_env = {**os.environ, "PJRT_DEVICE": "CPU", **(env or {})}
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    child_env["PYTHONPATH"] = os.pathsep.join(p for p in (root, child_env.get("PYTHONPATH", "")) if p)
+    child_env = {**os.environ, "PJRT_DEVICE": "CPU", **(env or {})}  # the same Python: tpu_helpers is installed
     return subprocess.run([sys.executable, "-c", code], env=child_env, capture_output=True, text=True,
                           timeout=timeout)

