@@ -2,7 +2,8 @@
 
 * The tests import the **installed** ``tpu_helpers`` (``./course`` installs the wheel built from this checkout), never
   the checkout's folder: under ``./course test`` a ``tpu_helpers`` imported from the source tree stops the run.
-  ``tools/`` (the runner, the conventions, the install plans) is put on ``sys.path`` for the tests about it.
+  ``tools/`` (the runner, the conventions, the install plans) is put on ``sys.path`` for the tests about it, and the
+  checkout *after* site-packages for ``benchmarks/``.
 * Under ``./course test`` (``TPU_COURSE_TEST_RUN=1``) or in CI, ``pytest.importorskip`` of a pinned framework that is
   missing or broken is a **failure**, not a skip: a broken install must not turn into a green run. A person running
   one file by hand without the framework still gets skips.
@@ -15,6 +16,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
+sys.path.append(str(ROOT))  # for `benchmarks` (not installed); after site-packages, so tpu_helpers is the wheel
 
 STRICT = bool(os.environ.get("TPU_COURSE_TEST_RUN") or os.environ.get("CI"))
 

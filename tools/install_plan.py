@@ -51,6 +51,9 @@ HOSTED_EXTRA = {
 }
 # The framework distributions of requirements.txt (the CPU stack); the TPU plans replace them.
 FRAMEWORK_PINS = {"tf": ("tensorflow", "tf-keras"), "torch": ("torch", "torch-xla")}
+# Pins that pull a framework in: a Cloud TPU VM's environment of the other framework leaves them out
+# (accelerate requires torch; in the TensorFlow environment it would bring an unpinned torch).
+NEEDS_FRAMEWORK = {"tf": (), "torch": ("accelerate",)}
 
 
 def read_pins(path: Path = REQUIREMENTS) -> dict[str, str]:
@@ -108,7 +111,8 @@ def vm_requirements(framework: str, requirements: Path = REQUIREMENTS) -> list[s
     and with this framework's TPU build (``./course setup --tpu``). The pip calls of `framework_calls` that are
     not installs (the TF uninstall) have nothing to remove in a new environment."""
     pins = read_pins(requirements)
-    drop = {n for fw in FRAMEWORKS for n in FRAMEWORK_PINS[fw]}
+    other = next(fw for fw in FRAMEWORKS if fw != framework)
+    drop = {n for fw in FRAMEWORKS for n in FRAMEWORK_PINS[fw]} | set(NEEDS_FRAMEWORK[other])
     out = []
     for line in Path(requirements).read_text().splitlines():
         name = re.match(r"([A-Za-z0-9_.\-]+)", line.split("#", 1)[0].strip())

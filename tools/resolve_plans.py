@@ -3,9 +3,11 @@
     ./course python tools/resolve_plans.py                 # all targets, this Python
     ./course python tools/resolve_plans.py --python 3.12   # as Colab's Python would resolve them
 
-Each ``pip install`` call of a plan (`install_plan.hosted_plan`, and the Cloud TPU VM environments) is resolved
-with ``pip install --dry-run --ignore-installed --report`` (nothing is installed; wheels' metadata is fetched). The
-helper package itself (``git+https://github.com/...``, installed with ``--no-deps``) is not fetched. A target fails
+The ``pip install`` calls of a plan (`install_plan.hosted_plan`, and the Cloud TPU VM environments) are resolved
+together, as the environment they leave behind (pip keeps what an earlier call installed when it satisfies a later
+one), with ``pip install --dry-run --ignore-installed --report`` (nothing is installed; wheels' metadata is
+fetched); the ``--no-deps`` calls on their own. The helper package itself (``git+https://github.com/...``,
+``--no-deps``) is not fetched. A target fails
 when its TensorFlow plan would install the ``tensorflow`` distribution next to ``tensorflow-tpu``, or when a TPU
 plan installs no ``libtpu``. Exit status 1 then.
 """
@@ -66,16 +68,18 @@ def main(argv: list[str]) -> int:
         if args.only and args.only.lower() not in name.lower():
             continue
         dists: dict[str, str] = {}
+        together: list[str] = []
         try:
             for call in calls:
-                if call[0] != "install" and call[:2] != ["-q", "install"]:
-                    print(f"  (pip {' '.join(call)}: not resolved, it installs nothing)")
-                    continue
-                pip_args = [a for a in call if a not in ("-q", "install")]
-                pip_args = [a for a in pip_args if not a.startswith("tpu-course @")]
-                if pip_args in ([], ["--no-deps"]):
-                    continue
-                dists.update(resolve(pip_args, args.python))
+                if "install" not in call:
+                    continue  # pip uninstall: installs nothing
+                pip_args = [a for a in call if a not in ("-q", "install") and not a.startswith("tpu-course @")]
+                if "--no-deps" in pip_args:
+                    if pip_args != ["--no-deps"]:
+                        dists.update(resolve(pip_args, args.python))
+                else:
+                    together += pip_args
+            dists.update(resolve(together, args.python))
         except RuntimeError as e:
             print(f"\n== {name}: FAILED\n{e}")
             failed += 1
