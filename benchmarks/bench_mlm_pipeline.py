@@ -74,7 +74,7 @@ def run(quick: bool) -> Benchmark:
         "mlm_pipeline",
         f"MLM input pipelines on the CPU: {records:,} blocks x {BLOCK} ids, batch {BATCH}, samples/s",
         cands, baseline="to_tf_dataset + collator",
-        notes=(f"Course pipeline vs per-record parse: {vs_per_record:.1f}x. Targets (issue 9): >= 10x the "
+        notes=(f"Course pipeline vs per-record parse: {vs_per_record:.1f}x. Targets: >= 10x the "
                "to_tf_dataset path and >= 3x the per-record pipeline. All three mask 15 % of the tokens "
                "(80/10/10); the two TFRecord pipelines read the same local shards; to_tf_dataset reads the "
                "same blocks from an Arrow table in memory."))

@@ -18,6 +18,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 sys.path.append(str(ROOT))  # for `benchmarks` (not installed); after site-packages, so tpu_helpers is the wheel
 
+# XLA's own records of the course's compilations (tpu_helpers.xla_tf counts them): on before anything compiles
+from tpu_helpers.frameworks import record_xla_compilations  # noqa: E402
+
+record_xla_compilations()
+
 STRICT = bool(os.environ.get("TPU_COURSE_TEST_RUN") or os.environ.get("CI"))
 
 if STRICT:

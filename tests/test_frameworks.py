@@ -106,3 +106,16 @@ def test_tpu_build_check_stops_a_torch_kernel_without_libtpu():
         check_tpu_build(_Rt(True), "torch", installed=_dists(torch_xla="2.9.0", libtpu="0.0.21"), tpu_devices=list)
     assert "PJRT device TPU" in check_tpu_build(_Rt(True), "torch", installed=_dists(torch_xla="2.9.0", libtpu="0.0.21"),
                                                 tpu_devices=lambda: ["TPU"])
+
+
+def test_tf_turns_on_xlas_records_of_the_course_functions_only():
+    from tpu_helpers.frameworks import record_xla_compilations
+
+    env = {}
+    use_framework("tf", environ=env, modules={})
+    assert "--xla_dump_to=" in env["XLA_FLAGS"] and "--xla_dump_hlo_module_re=.*tpucourse.*" in env["XLA_FLAGS"]
+    mine = {"XLA_FLAGS": "--xla_dump_to=/my/dumps"}
+    assert record_xla_compilations(mine) == "--xla_dump_to=/my/dumps"  # a learner's own dump folder is kept
+    env = {}
+    use_framework("torch", environ=env, modules={})
+    assert "XLA_FLAGS" not in env

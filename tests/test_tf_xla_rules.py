@@ -234,3 +234,39 @@ def test_seconds_per_call(tf):
     step = xla_tf.jit(lambda x: tf.reduce_sum(x))
     t = xla_tf.seconds_per_call(step, tf.ones(4), repeat=3, warmup=1)
     assert 0 < t < 5 and step.calls == 4 and step.compilations == 1
+
+
+def test_compilations_come_from_xlas_records_not_from_python(tf):
+    """The count is what XLA wrote (one record per program it compiled to run the function), beside Python's
+    expectation; asking for the optimized IR compiles too, under another name, and does not count."""
+    f = xla_tf.jit(lambda x: tf.reduce_sum(x * 7.0))
+    for n in (3, 4, 3, 5):
+        f(tf.ones((n,)))
+    assert f.expected_compilations == 3 and f.compilations == 3 and f.cache_hits == 1
+    f.experimental_get_compiler_ir(tf.ones((9,)))(stage="optimized_hlo")
+    assert f.compilations == 3 and xla_tf.xla_compiled_modules(f.tag) == 3
+    relaxed = xla_tf.jit(lambda x: tf.reduce_max(x * 7.0), reduce_retracing=True)
+    for n in (3, 4, 5, 6):
+        relaxed(tf.ones((n,)))
+    assert relaxed.traces < 4 and relaxed.compilations == relaxed.expected_compilations == 4
+
+
+_NO_RECORDS = textwrap.dedent("""
+    import os
+    os.environ.pop("XLA_FLAGS", None)
+    import tensorflow as tf
+    from tpu_helpers import xla_tf
+    f = xla_tf.jit(lambda x: x + 1.0)
+    f(tf.ones(2))
+    try:
+        f.compilations
+    except xla_tf.XlaRecordsOffError as e:
+        print("CLEAR:", e)
+""")
+
+
+def test_without_xlas_records_the_count_is_refused_not_guessed():
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    proc = subprocess.run([sys.executable, "-c", _NO_RECORDS], env={**env, "TF_CPP_MIN_LOG_LEVEL": "3"},
+                          capture_output=True, text=True, timeout=300)
+    assert "CLEAR:" in proc.stdout and "use_framework('tf')" in proc.stdout, proc.stdout + proc.stderr[-1500:]

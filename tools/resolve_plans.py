@@ -31,8 +31,11 @@ def resolve(args: list[str], python: str | None) -> dict[str, str]:
         cmd = [sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--quiet",
                "--report", str(report), *args]
         if python:
-            cmd += ["--python-version", python, "--only-binary=:all:", "--platform", "manylinux_2_28_x86_64",
-                    "--platform", "manylinux2014_x86_64", "--target", str(Path(tmp) / "t")]
+            # Colab's and Kaggle's images are Ubuntu 22.04 (glibc 2.35): every manylinux tag up to that
+            platforms = [f"manylinux_2_{minor}_x86_64" for minor in range(35, 16, -1)] + ["manylinux2014_x86_64",
+                                                                                           "linux_x86_64"]
+            cmd += ["--python-version", python, "--only-binary=:all:", "--target", str(Path(tmp) / "t"),
+                    *[a for plat in platforms for a in ("--platform", plat)]]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode:
             raise RuntimeError(f"pip could not resolve {' '.join(args)}:\n{proc.stderr.strip()[-2000:]}")

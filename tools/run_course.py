@@ -8,6 +8,7 @@ notebook recorded with `tpu_helpers.summary.record`. Exit status 1 if any notebo
     ./course run                          # all notebooks, default profile
     ./course run --profile ci 00 01       # the smallest sizes, notebooks 00 and 01 only
     ./course run -p PROFILE cpu           # set a notebook parameter (papermill -p)
+    ./course run --profile ci --seeds 5   # every notebook with SEED = 0..4: min / max of each figure over seeds
 """
 from __future__ import annotations
 
@@ -23,14 +24,38 @@ ROOT = Path(__file__).resolve().parents[1]
 from tpu_helpers.summary import FIGURES_ENV  # noqa: E402  (the installed package: ./course installs the wheel)
 
 
-def _figures(path: Path) -> str:
-    if not path.exists():
-        return ""
+def _records(path: Path) -> dict[str, tuple]:
+    """{figure name: (value, unit)} recorded by a notebook's `tpu_helpers.summary.record` calls."""
     items = {}
-    for line in path.read_text().splitlines():
-        rec = json.loads(line)
-        items[rec["name"]] = f"{rec['value']}{(' ' + rec['unit']) if rec['unit'] else ''}"
-    return "; ".join(f"{k}={v}" for k, v in items.items())
+    if path.exists():
+        for line in path.read_text().splitlines():
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:  # a line cut off by a killed kernel: keep the rest
+                continue
+            items[rec["name"]] = (rec["value"], rec.get("unit") or "")
+    return items
+
+
+def _figures(path: Path) -> str:
+    return "; ".join(f"{k}={v}{(' ' + u) if u else ''}" for k, (v, u) in _records(path).items())
+
+
+def seeds_table(results: dict[str, list[tuple[int, str, dict]]]) -> str:
+    """Per notebook: runs passed over seeds, and each numeric figure's min / max over the seeds."""
+    lines = []
+    for name, runs in results.items():
+        ok = sum(status == "ok" for _, status, _ in runs)
+        lines.append(f"\n{name}: {ok}/{len(runs)} seeds passed"
+                     + "".join(f"\n  seed {seed}: {status}" for seed, status, _ in runs if status != "ok"))
+        names = [k for _, _, recs in runs for k in recs]
+        for fig in dict.fromkeys(names):
+            values = [recs[fig][0] for _, _, recs in runs if fig in recs]
+            nums = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+            if nums and len(nums) == len(values):
+                unit = next(recs[fig][1] for _, _, recs in runs if fig in recs)
+                lines.append(f"  {fig}: min {min(nums):g} / max {max(nums):g} {unit}".rstrip())
+    return "\n".join(lines)
 
 
 def run_one(nb: Path, out_dir: Path, params: dict, html: bool, timeout: int) -> tuple[str, float, str]:
@@ -44,7 +69,7 @@ def run_one(nb: Path, out_dir: Path, params: dict, html: bool, timeout: int) -> 
     start = time.perf_counter()
     status = "ok"
     try:
-        papermill.execute_notebook(str(nb), str(executed), parameters=params, kernel_name="python3",
+        papermill.execute_notebook(str(nb), str(executed), parameters=params, kernel_name=None,  # the notebook's
                                    cwd=str(nb.parent), progress_bar=False, log_output=False,
                                    execution_timeout=timeout)
     except PapermillExecutionError as e:
@@ -68,6 +93,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=str(ROOT / "build"), help="output folder (default: build/)")
     ap.add_argument("--no-html", action="store_true", help="skip the HTML export")
     ap.add_argument("--timeout", type=int, default=1800, help="per-cell timeout in seconds")
+    ap.add_argument("--seeds", type=int, default=0,
+                    help="run every notebook with SEED = 0..N-1 and report each figure's min / max over the seeds")
     args = ap.parse_args(argv)
     if args.profile:
         os.environ["TPU_COURSE_PROFILE"] = args.profile
@@ -89,6 +116,19 @@ def main(argv: list[str] | None = None) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     profile = os.environ.get("TPU_COURSE_PROFILE", "(auto)")
     print(f"Running {len(notebooks)} notebook(s), profile {profile}, outputs in {out_dir}")
+    if args.seeds:
+        results: dict[str, list] = {}
+        for nb in notebooks:
+            for seed in range(args.seeds):
+                seed_dir = out_dir / f"seed-{seed}"
+                seed_dir.mkdir(exist_ok=True)
+                status, seconds, _ = run_one(nb, seed_dir, {**params, "SEED": seed}, False, args.timeout)
+                print(f"  {nb.name} SEED={seed}: {status} in {seconds:.0f} s", flush=True)
+                results.setdefault(nb.name, []).append(
+                    (seed, status, _records(seed_dir / (nb.stem + ".figures.jsonl"))))
+        print(seeds_table(results))
+        (out_dir / "seeds.txt").write_text(seeds_table(results) + "\n")
+        return 0 if all(st == "ok" for runs in results.values() for _, st, _ in runs) else 1
     rows = []
     for nb in notebooks:
         print(f"  {nb.name} ...", flush=True)

@@ -9,11 +9,10 @@
     sampler.set_epoch(epoch)   # before each epoch, as for torch's DistributedSampler
 
 XLA compiles one program per input shape. Padding every query to ``max_length`` gives one shape but computes mostly
-padding (BANKING77 with a BERT uncased tokenizer, batch 32: 7.9 tokens computed per real token at max_length 128);
-padding each batch to its own longest query computes little padding but gives dozens of shapes (2.9 tokens per
-real token, 56 shapes); these figures are from the course's issue tracker, measured on the real data. Buckets sit
-in between: batches of queries of similar length, each padded to the smallest of a few fixed lengths (the bucket
-*boundaries*) that holds its longest query.
+padding (short queries such as BANKING77's: most of the tokens computed are padding); padding each batch to its own
+longest query computes little padding but gives dozens of shapes. `tpu_helpers.padding` measures both on the data at
+hand. Buckets sit in between: batches of queries of similar length, each padded to the smallest of a few fixed
+lengths (the bucket *boundaries*) that holds its longest query.
 
 How the batches are made (`BucketBatchSampler`), with a well-kept building block wherever one fits:
 

@@ -11,7 +11,8 @@ import os
 import sys
 from typing import MutableMapping
 
-__all__ = ["FrameworkClashError", "WrongBuildError", "use_framework", "loaded_frameworks", "check_tpu_build"]
+__all__ = ["FrameworkClashError", "WrongBuildError", "use_framework", "loaded_frameworks", "check_tpu_build",
+           "record_xla_compilations"]
 
 _OTHER = {"tf": ("torch_xla", "PyTorch/XLA"), "torch": ("tensorflow", "TensorFlow")}
 _NAMES = {"tf": "TensorFlow", "torch": "PyTorch/XLA"}
@@ -72,7 +73,30 @@ def use_framework(name: str, *, environ: MutableMapping[str, str] | None = None,
     environ.update(want)
     if key == "tf":
         environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # keep TF's C++ start-up chatter out of the notebook
+        record_xla_compilations(environ)
     return key
+
+
+XLA_MODULE_RE = ".*tpucourse.*"  # the names tpu_helpers.xla_tf.jit gives the functions it counts
+
+
+def record_xla_compilations(environ: MutableMapping[str, str] | None = None) -> str:
+    """Have XLA write a record (an HLO dump) of every module it compiles for a course-counted function, so that
+    `tpu_helpers.xla_tf` counts compilations from XLA itself. Must run before TensorFlow compiles anything (XLA
+    reads its flags once). Only the course's functions are dumped (``--xla_dump_hlo_module_re``), into a folder of
+    this process that is removed at exit. An ``--xla_dump_to`` already in ``XLA_FLAGS`` is kept. Returns the flags."""
+    import atexit
+    import shutil
+    import tempfile
+
+    environ = os.environ if environ is None else environ
+    flags = environ.get("XLA_FLAGS", "")
+    if "--xla_dump_to" not in flags:
+        folder = tempfile.mkdtemp(prefix="tpu-course-xla-records-")
+        atexit.register(shutil.rmtree, folder, True)
+        flags = f"{flags} --xla_dump_to={folder} --xla_dump_hlo_module_re={XLA_MODULE_RE}".strip()
+        environ["XLA_FLAGS"] = flags
+    return flags
 
 
 def _installed(name: str) -> str | None:

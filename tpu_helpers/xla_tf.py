@@ -12,12 +12,16 @@ What is counted, and why it is right:
 * ``traces``: how many times TensorFlow traced the Python function into a graph. It comes from TensorFlow
   (``tf.function.experimental_get_tracing_count()``) and, for a `jit` function, from a Python counter inside
   the traced function (Python code runs only while tracing); the two must agree.
-* ``compilations``: XLA programs built. XLA compiles one program per traced graph *and concrete input
-  shape*. A ``tf.function`` retraces for every new input shape by default, so there one trace is one
-  compilation. With ``reduce_retracing=True`` or an ``input_signature`` with ``None`` dimensions TensorFlow
-  traces once for many shapes, but XLA still compiles each shape: a `jit` function counts the distinct
-  input signatures it was called with, which is exactly that. (The unit tests check both numbers against
-  the HLO modules XLA itself dumps with ``XLA_FLAGS=--xla_dump_to``.)
+* ``compilations``: XLA programs built, **as XLA itself records them**. `tpu_helpers.frameworks.use_framework`
+  ("tf") turns on XLA's own record of every module it compiles for a course function
+  (``XLA_FLAGS=--xla_dump_to=<folder> --xla_dump_hlo_module_re=.*tpucourse.*``); a `jit` function gives its
+  traced graph a unique ``tpucourse<pid>x<N>_<name>`` name, and its compilations are the modules XLA wrote under
+  that name when a call ran it (``XlaMustCompile_true`` in the module name; the IR a notebook asks for with
+  ``experimental_get_compiler_ir`` is compiled too, but under another name, and not counted).
+* ``expected_compilations``: what Python expects: XLA compiles one program per traced graph *and concrete
+  input shape*, so a `jit` function expects one per distinct input signature it was called with (with
+  ``reduce_retracing=True`` TensorFlow traces once for many shapes, and XLA still compiles each shape). A
+  notebook asserts the compiler's count against this expectation, not the expectation against itself.
 * ``cache_hits``: calls that reused a compiled program.
 
 `check_xla` tells whether a function compiles under ``jit_compile=True`` and, if not, which error and why;
@@ -30,17 +34,45 @@ TensorFlow is imported inside the functions, so importing this module is cheap a
 from __future__ import annotations
 
 import functools
+import itertools
+import os
 import re
 import statistics
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable
 
 from .runtime import Runtime, detect_runtime
 
-__all__ = ["JitFunction", "jit", "CompilationCounter", "XlaCheck", "check_xla", "IrStats", "compiled_ir_stats",
+__all__ = ["JitFunction", "jit", "CompilationCounter", "XlaRecordsOffError", "xla_dump_dir", "xla_compiled_modules", "XlaCheck", "check_xla", "IrStats", "compiled_ir_stats",
            "masked_sparse_categorical_crossentropy", "boolean_mask_sparse_categorical_crossentropy",
            "JitDecision", "jit_compile_for", "seconds_per_call"]
+
+
+MODULE_TAG = "tpucourse"  # the XLA module-name filter `frameworks.use_framework("tf")` puts in XLA_FLAGS
+_IDS = itertools.count(1)
+
+
+class XlaRecordsOffError(RuntimeError):
+    """XLA wrote no record of a compilation it must have made: its dump flags were set too late."""
+
+
+def xla_dump_dir(flags: str | None = None) -> Path | None:
+    """The folder of ``--xla_dump_to`` in ``XLA_FLAGS`` (None when XLA keeps no record)."""
+    m = re.search(r"--xla_dump_to=(\S+)", os.environ.get("XLA_FLAGS", "") if flags is None else flags)
+    return Path(m.group(1)) if m else None
+
+
+def xla_compiled_modules(tag: str, folder: Path | None = None) -> int:
+    """How many HLO modules XLA compiled to *run* the tf.function traced under the name ``tag`` (its dump files
+    ``module_NNNN.*_inference_<tag>_<id>__XlaMustCompile_true...before_optimizations.txt``)."""
+    folder = xla_dump_dir() if folder is None else folder
+    if folder is None or not folder.is_dir():
+        return 0
+    pattern = re.compile(rf"^module_\d+\.\w*?_inference_{re.escape(tag)}_\d+__XlaMustCompile_true.*"
+                         r"\.before_optimizations\.txt$")
+    return sum(1 for p in folder.iterdir() if pattern.match(p.name))
 
 
 def _signature(args: tuple, kwargs: dict) -> tuple:
@@ -69,6 +101,9 @@ class JitFunction:
         import tensorflow as tf
 
         self.python_function = fn
+        name = re.sub(r"\W", "_", getattr(fn, "__name__", "fn"))
+        # the name XLA's records of this function carry; the pid keeps two processes' records apart in one folder
+        self.tag = f"{MODULE_TAG}{os.getpid()}x{next(_IDS)}_{name}"
         self.traces = 0  # incremented by Python code that only runs while TensorFlow traces
         self.calls = 0
         self.signatures: dict[tuple, int] = {}  # input signature -> calls with it
@@ -81,6 +116,7 @@ class JitFunction:
         # its own defaults (experimental_get_compiler_ir mishandles defaults seen through __wrapped__)
         functools.update_wrapper(traced, fn, updated=())
         del traced.__wrapped__
+        traced.__name__ = traced.__qualname__ = self.tag
 
         tf_function_kwargs.setdefault("jit_compile", True)
         if not tf_function_kwargs["jit_compile"]:
@@ -102,9 +138,20 @@ class JitFunction:
         return out
 
     @property
-    def compilations(self) -> int:
-        """XLA programs compiled so far: one per distinct input signature it ran with."""
+    def expected_compilations(self) -> int:
+        """What Python expects XLA to have compiled: one program per distinct input signature it ran with."""
         return len(self.signatures)
+
+    @property
+    def compilations(self) -> int:
+        """XLA programs compiled so far to run this function, counted from XLA's own records (its dump)."""
+        n = xla_compiled_modules(self.tag)
+        if n == 0 and self.signatures:
+            raise XlaRecordsOffError(
+                f"XLA kept no record of compiling {self.tag}, which has run: its records must be switched on before "
+                "TensorFlow compiles anything. Call tpu_helpers.frameworks.use_framework('tf') first thing "
+                f"(restart the kernel); XLA_FLAGS is now {os.environ.get('XLA_FLAGS', '(unset)')!r}")
+        return n
 
     @property
     def cache_hits(self) -> int:
@@ -120,7 +167,7 @@ class JitFunction:
 
     def __repr__(self) -> str:
         return (f"<JitFunction {getattr(self.python_function, '__name__', '?')}: compilations={self.compilations} "
-                f"traces={self.traces} calls={self.calls}>")
+                f"(expected {self.expected_compilations}) traces={self.traces} calls={self.calls}>")
 
 
 def jit(fn: Callable | None = None, **tf_function_kwargs: Any):
