@@ -45,7 +45,7 @@ def test_links_file_is_current():
 
 
 def test_install_cell_pins_match_requirements():
-    from tpu_helpers.versions import read_pins
+    from install_plan import read_pins
     pins = read_pins(ROOT / "requirements.txt")
     tf_cell, torch_cell = nc.install_source("tf"), nc.install_source("torch")
     assert f"tensorflow-tpu=={pins['tensorflow']}" in tf_cell and f"transformers=={pins['transformers']}" in tf_cell

@@ -1,7 +1,9 @@
 import json
 
 from tpu_helpers import summary
-from tpu_helpers.versions import pin_mismatches, read_pins
+from install_plan import read_pins
+
+from tpu_helpers.versions import pin_mismatches
 
 
 def test_record_writes_json_lines_for_the_runner(tmp_path, monkeypatch, capsys):
@@ -21,6 +23,7 @@ def test_read_pins_and_mismatches(tmp_path):
     pins = read_pins(req)
     assert pins == {"tf-keras": "2.20.1", "torch": "2.9.0"}
     assert pin_mismatches(pins, {"tf-keras": "2.20.1", "torch": "2.8.0"}) == {"torch": ("2.9.0", "2.8.0")}
+    assert pin_mismatches(pins, {"tf-keras": None, "torch": "2.9.0"}) == {}  # not installed here: not a mismatch
 
 
 def test_repository_pins_are_exact_and_include_the_stack():

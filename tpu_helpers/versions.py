@@ -1,25 +1,16 @@
-"""Installed versions versus the course's pins (requirements.txt)."""
+"""Installed versions versus the course's pins (requirements.txt, as the installed wheel recorded them).
+
+The checkout's requirements file itself is read by ``tools/install_plan.py`` (it runs before anything is installed).
+"""
 from __future__ import annotations
 
 import re
 from importlib import metadata
-from pathlib import Path
 
-__all__ = ["read_pins", "course_pins", "installed_versions", "pin_mismatches", "KEY_PACKAGES"]
+__all__ = ["course_pins", "installed_versions", "pin_mismatches", "KEY_PACKAGES"]
 
 KEY_PACKAGES = ("tensorflow", "tf-keras", "torch", "torch-xla", "transformers", "tokenizers", "datasets",
                 "accelerate", "evaluate")
-
-
-def read_pins(path: str | Path) -> dict[str, str]:
-    """``name==version`` lines of a requirements file, names normalised (``tf_keras`` -> ``tf-keras``)."""
-    pins = {}
-    for line in Path(path).read_text().splitlines():
-        line = line.split("#", 1)[0].strip()
-        m = re.fullmatch(r"([A-Za-z0-9_.\-]+)(\[[^\]]*\])?==([^\s;]+)", line)
-        if m:
-            pins[m.group(1).lower().replace("_", "-")] = m.group(3)
-    return pins
 
 
 def course_pins(distribution: str = "tpu-course") -> dict[str, str]:
