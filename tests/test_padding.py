@@ -152,7 +152,3 @@ def test_offline_length_distributions():
     assert q == padding.banking_like_queries(500, seed=0) and q != padding.banking_like_queries(500, seed=1)
     words = np.array([len(t.split()) for t in q])
     assert 5 <= np.median(words) <= 20 and words.max() > 2 * np.median(words)  # short, with a long tail
-    paras = padding.package_text_paragraphs(min_words=5, licences=False)
-    assert len(paras) > 300 and all(len(p.split()) >= 5 for p in paras)
-    assert len(set(paras)) == len(paras)
-    assert padding.package_text_paragraphs(limit=10, licences=False) == paras[:10]

@@ -31,15 +31,12 @@ tokenizer produce exactly the predicted shape (the unit tests and notebook 01 ch
 ``pad_to_multiple_of`` rounds the longest length up to the next multiple (transformers'
 ``PreTrainedTokenizerBase._pad``; `tokenizers`' ``Tokenizer.enable_padding(pad_to_multiple_of=...)``).
 
-The second half of the module builds two offline length distributions to try it on: short banking queries
-in the style of BANKING77 (generated from templates, `banking_like_queries`) and real English paragraphs
-from the Python standard library's documentation strings and installed packages' licence files
-(`package_text_paragraphs`).
+The second half of the module builds an offline length distribution to try it on: short banking queries in the
+style of BANKING77 (generated from templates, `banking_like_queries`); long English-like paragraphs come from
+`tpu_helpers.synthetic_text`. Both depend only on their seed, not on what is installed.
 """
 from __future__ import annotations
 
-import importlib
-import inspect
 import random
 import re
 from dataclasses import dataclass, field
@@ -50,7 +47,7 @@ import numpy as np
 __all__ = [
     "DEFAULT_STRATEGIES", "PaddedBatch", "StrategyResult", "PaddingReport", "round_up", "default_boundaries",
     "padded_batches", "evaluate_strategy", "padding_report", "plot_padding_reports",
-    "banking_like_queries", "package_text_paragraphs",
+    "banking_like_queries",
 ]
 
 DEFAULT_STRATEGIES = ("longest", "multiple_of_8", "multiple_of_32", "multiple_of_64", "bucketing", "max_length")
@@ -350,63 +347,3 @@ def banking_like_queries(n: int, seed: int = 0) -> list[str]:
     return out
 
 
-_DOC_MODULES = ("argparse", "asyncio", "collections", "csv", "dataclasses", "datetime", "decimal", "email",
-                "fractions", "functools", "http.client", "inspect", "io", "itertools", "json", "logging",
-                "os", "pathlib", "pickle", "random", "re", "shutil", "socket", "sqlite3", "statistics",
-                "string", "subprocess", "tarfile", "textwrap", "threading", "typing", "unittest", "urllib.parse",
-                "uuid", "zipfile")
-
-
-def _paragraphs(text: str, min_words: int) -> list[str]:
-    paras = []
-    for block in re.split(r"\n\s*\n", text):
-        words = block.split()
-        if len(words) >= min_words:
-            paras.append(" ".join(words))
-    return paras
-
-
-def package_text_paragraphs(min_words: int = 5, modules: Sequence[str] = _DOC_MODULES,
-                            licences: bool = True, limit: int | None = None) -> list[str]:
-    """Real English paragraphs found offline: the Python standard library's documentation strings (modules,
-    classes, functions) and, with ``licences=True``, the licence texts shipped with installed packages.
-
-    Deterministic for a given Python and set of installed packages; de-duplicated; ``limit`` keeps the first N.
-    """
-    seen: set[str] = set()
-    out: list[str] = []
-
-    def add(text: str | None) -> None:
-        for p in _paragraphs(text or "", min_words):
-            if p not in seen:
-                seen.add(p)
-                out.append(p)
-
-    for name in modules:
-        try:
-            mod = importlib.import_module(name)
-        except ImportError:
-            continue
-        add(inspect.getdoc(mod))
-        for attr in sorted(vars(mod)):
-            if attr.startswith("_"):
-                continue
-            obj = getattr(mod, attr)
-            if (inspect.isclass(obj) or inspect.isfunction(obj)) and getattr(obj, "__module__", "") == mod.__name__:
-                add(inspect.getdoc(obj))
-                if inspect.isclass(obj):
-                    for meth in sorted(vars(obj)):
-                        if not meth.startswith("_") and inspect.isfunction(getattr(obj, meth, None)):
-                            add(inspect.getdoc(getattr(obj, meth)))
-    if licences:
-        from importlib import metadata
-
-        dists = sorted(metadata.distributions(), key=lambda d: (d.metadata["Name"] or "").lower())
-        for dist in dists:
-            for f in sorted(dist.files or [], key=str):
-                if re.search(r"(^|/)(LICEN[CS]E|COPYING)[^/]*$", str(f), re.IGNORECASE) and ".dist-info" in str(f):
-                    try:
-                        add(f.locate().read_text(encoding="utf-8", errors="ignore"))
-                    except (OSError, ValueError):
-                        pass
-    return out[:limit] if limit else out
