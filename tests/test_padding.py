@@ -152,3 +152,16 @@ def test_offline_length_distributions():
     assert q == padding.banking_like_queries(500, seed=0) and q != padding.banking_like_queries(500, seed=1)
     words = np.array([len(t.split()) for t in q])
     assert 5 <= np.median(words) <= 20 and words.max() > 2 * np.median(words)  # short, with a long tail
+
+
+def test_report_identities_hold_for_any_lengths():
+    """What notebook 02 used to assert on its own run (arithmetic of the report, so it is tested here): max_length
+    is one shape with the most padding, rounding up pads at least as much as `longest`, and a multiple of M gives
+    at most max_length / M shapes."""
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        lengths = rng.integers(2, 128, int(rng.integers(64, 400))).tolist()
+        rep = padding.padding_report(lengths, 16, max_length=128, seed=int(rng.integers(1000)))
+        assert rep["max_length"].compilations == 1
+        assert rep["max_length"].padded_fraction >= rep["multiple_of_32"].padded_fraction >= rep["longest"].padded_fraction
+        assert rep["multiple_of_32"].compilations <= 128 // 32

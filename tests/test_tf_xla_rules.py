@@ -270,3 +270,11 @@ def test_without_xlas_records_the_count_is_refused_not_guessed():
     proc = subprocess.run([sys.executable, "-c", _NO_RECORDS], env={**env, "TF_CPP_MIN_LOG_LEVEL": "3"},
                           capture_output=True, text=True, timeout=300)
     assert "CLEAR:" in proc.stdout and "use_framework('tf')" in proc.stdout, proc.stdout + proc.stderr[-1500:]
+
+
+def test_first_xla_check_traces_once_and_returns_hlo(tf):
+    """What notebook 00 shows (moved here from its asserts): one input shape, one trace, an HLO module."""
+    from tpu_helpers import readiness
+
+    check = readiness.tf_first_xla()
+    assert check["traces"] == 1 and check["value"] == check["expected"] and check["hlo"].startswith("HloModule")

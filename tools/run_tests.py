@@ -122,8 +122,10 @@ def main(argv: list[str]) -> int:
     os.environ["TPU_COURSE_TEST_RUN"] = "1"  # tests/conftest.py: a missing framework fails instead of skipping
     os.environ["PYTHONSAFEPATH"] = "1"  # no `python -c` child of a test puts the checkout (its cwd) on sys.path
     if argv[:1] == ["--paths"]:
-        paths = [a for a in argv[1:] if not a.startswith("-")]
-        extra = [a for a in argv[1:] if a.startswith("-")]
+        # paths are what exists (or a test id, path::name); everything else, option values included, goes to pytest
+        paths = [a for a in argv[1:] if not a.startswith("-") and ((ROOT / a.split("::")[0]).exists()
+                                                                   or Path(a.split("::")[0]).exists())]
+        extra = [a for a in argv[1:] if a not in paths]
         kinds = {framework_of(p) for p in paths if not p.endswith(".ipynb")} - {"other"}
         if len(kinds) > 1:
             print("course: TensorFlow and PyTorch/XLA tests cannot share a pytest process; run them separately")
