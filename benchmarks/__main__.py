@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import re
 import os
+import re
 import subprocess
 import sys
 import tempfile

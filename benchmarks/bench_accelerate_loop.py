@@ -1,11 +1,11 @@
 """The course's Accelerate training function against a plain torch_xla loop: same data, model, batches, steps.
 
 Both train the same tiny BERT (hidden 64, 2 layers, as notebook 05's cpu/ci profiles) on the same synthetic
-BANKING77 split, with the same bucketed batches (`tpu_helpers.buckets`: sampler, collator, seed), AdamW and the
+BANKING77 split, with the same bucketed batches (`tpu_helpers.banking77.buckets`: sampler, collator, seed), AdamW and the
 same linear warmup/decay schedule, on one XLA:CPU device:
 
-* **course**: `tpu_helpers.train_accelerate.training_function`, launched like notebook 05
-  (`tpu_helpers.launch.launch` -> ``notebook_launcher``), Accelerate's prepared loader (``MpDeviceLoader``
+* **course**: `tpu_helpers.banking77.train.training_function`, launched like notebook 05
+  (`tpu_helpers.banking77.launch.launch` -> ``notebook_launcher``), Accelerate's prepared loader (``MpDeviceLoader``
   underneath), its evaluation each epoch excluded from the time;
 * **plain torch_xla**: ``MpDeviceLoader`` over the same DataLoader, ``loss.backward()``, ``optimizer.step()``,
   the scheduler, the loss summed on the device and read once per epoch, and nothing else.
@@ -38,7 +38,11 @@ def plain_loop(model, train_ds, tokenizer, boundaries, epochs: int, seed: int) -
     from torch.utils.data import DataLoader
     from transformers import get_linear_schedule_with_warmup
 
-    from tpu_helpers.buckets import BucketBatchSampler, BucketCollator, BucketedDataset
+    from tpu_helpers.banking77.buckets import (
+        BucketBatchSampler,
+        BucketCollator,
+        BucketedDataset,
+    )
 
     device = torch_xla.device()
     torch.manual_seed(seed)
@@ -69,17 +73,18 @@ def plain_loop(model, train_ds, tokenizer, boundaries, epochs: int, seed: int) -
 
 
 def run(quick: bool) -> Benchmark:
-    from tpu_helpers import banking77, buckets, launch
-    from tpu_helpers.runtime import Runtime
-    from tpu_helpers.train_accelerate import TrainConfig, training_function
+    from tpu_helpers.banking77 import dataset, launch
+    from tpu_helpers.banking77.train import TrainConfig, training_function
+    from tpu_helpers.core.runtime import Runtime
+    from tpu_helpers.shared.boundaries import choose_boundaries
 
     per_label = 16 if quick else 32
     epochs = 3 if quick else 4  # per run; the first epoch of the first round compiles
     rounds = 2 if quick else 3
-    data = banking77.load_banking77("synthetic", n_train_per_label=per_label, n_test_per_label=2)
-    tok = banking77.load_tokenizer("tiny", data.dataset["train"]["text"])
-    enc = banking77.tokenize(data.dataset, tok, MAX_LENGTH, padding="none")
-    bounds = buckets.choose_boundaries([len(x) for x in enc["train"]["input_ids"]], MAX_LENGTH)
+    data = dataset.load_banking77("synthetic", n_train_per_label=per_label, n_test_per_label=2)
+    tok = dataset.load_tokenizer("tiny", data.dataset["train"]["text"])
+    enc = dataset.tokenize(data.dataset, tok, MAX_LENGTH, padding="none")
+    bounds = choose_boundaries([len(x) for x in enc["train"]["input_ids"]], MAX_LENGTH)
     plan = launch.plan_launch(Runtime("cpu", "local"), env={}, ipython=None)
 
     # Rounds alternate the two (plain, course, plain, course, ...) so that a machine that slows down or speeds up
@@ -87,9 +92,9 @@ def run(quick: bool) -> Benchmark:
     plain, course, first = [], [], {}
     compilations = None
     for _ in range(rounds):
-        model = banking77.make_model("tiny", data, vocab_size=len(tok), max_length=MAX_LENGTH)
+        model = dataset.make_model("tiny", data, vocab_size=len(tok), max_length=MAX_LENGTH)
         p = plain_loop(model, enc["train"], tok, bounds, epochs, seed=42)
-        model = banking77.make_model("tiny", data, vocab_size=len(tok), max_length=MAX_LENGTH)
+        model = dataset.make_model("tiny", data, vocab_size=len(tok), max_length=MAX_LENGTH)
         config = TrainConfig(epochs=epochs, batch_size=BATCH, eval_batch_size=2 * BATCH, learning_rate=LR,
                              progress=False, padding="buckets", boundaries=tuple(bounds), max_length=MAX_LENGTH,
                              seed=42)

@@ -4,11 +4,11 @@
   ``DataCollatorForLanguageModeling`` (NumPy masking called through ``tf.py_function``: Python per batch);
 * ``per-record parse, then batch``: TFRecord shards, ``tf.io.parse_single_example`` per record, then batch and
   mask (transformers' ``examples/tensorflow/language-modeling-tpu/run_mlm.py``);
-* ``batch, then parse_example``: the course's `tpu_helpers.mlm_data.make_mlm_dataset`: batch the serialized
+* ``batch, then parse_example``: the course's `tpu_helpers.mlm.pipeline.make_mlm_dataset`: batch the serialized
   records first, one ``tf.io.parse_example`` per batch, TF-native masking.
 
 The same 20,000 blocks of 128 random ids (``--quick``: 4,000), batch 64, the same masking statistics; each
-pipeline is built once and then measured in interleaved rounds (`tpu_helpers.mlm_data.compare_pipelines`).
+pipeline is built once and then measured in interleaved rounds (`tpu_helpers.mlm.baselines.compare_pipelines`).
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import tempfile
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from benchmarks.harness import Benchmark, Candidate, cli  # noqa: E402
+from benchmarks.harness import Benchmark, cli  # noqa: E402
 
 VOCAB = 8000
 BLOCK = 128
@@ -31,7 +31,7 @@ def word_level_tokenizer(vocab_size: int = VOCAB):
     from tokenizers.models import WordLevel
     from transformers import PreTrainedTokenizerFast
 
-    from tpu_helpers.mlm_data import SPECIAL_TOKENS
+    from tpu_helpers.mlm.tokenizer import SPECIAL_TOKENS
 
     vocab = {t: i for i, t in enumerate(SPECIAL_TOKENS)}
     vocab.update({f"w{i}": i for i in range(len(SPECIAL_TOKENS), vocab_size)})
@@ -41,39 +41,41 @@ def word_level_tokenizer(vocab_size: int = VOCAB):
 
 
 def run(quick: bool) -> Benchmark:
-    from tpu_helpers import frameworks
+    from tpu_helpers.core import frameworks
 
     frameworks.use_framework("tf")
     import numpy as np
 
-    from tpu_helpers import mlm_data as md
+    from tpu_helpers.mlm.baselines import compare_pipelines, per_record_baseline, to_tf_dataset_baseline
+    from tpu_helpers.mlm.pipeline import MaskingSpec, make_mlm_dataset
+    from tpu_helpers.mlm.shards import write_shards
+    from tpu_helpers.mlm.tokenizer import SPECIAL_TOKENS
 
     records = 4_000 if quick else 20_000
     rounds, seconds = (2, 0.5) if quick else (5, 2.0)
     tokenizer = word_level_tokenizer()
-    spec = md.MaskingSpec.from_tokenizer(tokenizer)
+    spec = MaskingSpec.from_tokenizer(tokenizer)
     rng = np.random.default_rng(0)
-    blocks = rng.integers(len(md.SPECIAL_TOKENS), VOCAB, size=(records, BLOCK)).astype(np.int32)
+    blocks = rng.integers(len(SPECIAL_TOKENS), VOCAB, size=(records, BLOCK)).astype(np.int32)
     blocks[:, 0], blocks[:, -1] = tokenizer.bos_token_id, tokenizer.eos_token_id
     with tempfile.TemporaryDirectory(prefix="bench-mlm-") as tmp:
         shards = os.path.join(tmp, "train")
-        md.write_shards(blocks, shards, records_per_shard=2_000, progress=False)
+        write_shards(blocks, shards, records_per_shard=2_000, progress=False)
         pipelines = {
             "to_tf_dataset + collator":
-                lambda: md.to_tf_dataset_baseline(blocks, tokenizer, batch_size=BATCH).repeat(),
+                lambda: to_tf_dataset_baseline(blocks, tokenizer, batch_size=BATCH).repeat(),
             "per-record parse, then batch":
-                lambda: md.per_record_baseline(shards, spec, batch_size=BATCH, repeat=True),
+                lambda: per_record_baseline(shards, spec, batch_size=BATCH, repeat=True),
             "batch, then parse_example (course)":
-                lambda: md.make_mlm_dataset(shards, spec, batch_size=BATCH, repeat=True),
+                lambda: make_mlm_dataset(shards, spec, batch_size=BATCH, repeat=True),
         }
-        result = md.compare_pipelines(pipelines, rounds=rounds, seconds=seconds)
-    cands = [Candidate(name, values, "samples/s") for name, values in result.values.items()]
+        result = compare_pipelines(pipelines, rounds=rounds, seconds=seconds)
     course = "batch, then parse_example (course)"
     vs_per_record = result.ratio(course, "per-record parse, then batch")
     return Benchmark(
         "mlm_pipeline",
         f"MLM input pipelines on the CPU: {records:,} blocks x {BLOCK} ids, batch {BATCH}, samples/s",
-        cands, baseline="to_tf_dataset + collator",
+        result.candidates, baseline="to_tf_dataset + collator",
         notes=(f"Course pipeline vs per-record parse: {vs_per_record:.1f}x. Targets: >= 10x the "
                "to_tf_dataset path and >= 3x the per-record pipeline. All three mask 15 % of the tokens "
                "(80/10/10); the two TFRecord pipelines read the same local shards; to_tf_dataset reads the "

@@ -1,10 +1,10 @@
 """Padding strategies on BANKING77-shaped queries: tokens per real token, compilations, train-step time on XLA:CPU.
 
-The queries are `tpu_helpers.padding.banking_like_queries` (short banking questions in BANKING77's style, with a
+The queries are `tpu_helpers.shared.banking_queries.banking_queries` (short banking questions in BANKING77's style, with a
 long tail), tokenized by a BERT-uncased WordPiece tokenizer trained on them; batch 32, max_length 64. For every
 strategy the benchmark builds one epoch of batches the way training would (the seed's ``max_length``, the
 tokenizer's ``padding="longest"`` with and without ``pad_to_multiple_of=32``, and the course's length buckets,
-`tpu_helpers.buckets.BucketBatchSampler` with at most 3 boundaries), counts tokens and distinct shapes over the
+`tpu_helpers.banking77.buckets.BucketBatchSampler` with at most 3 boundaries), counts tokens and distinct shapes over the
 whole epoch, then trains a small BERT (2 layers, hidden 128) for the first steps of that epoch on XLA:CPU: once to
 compile (the compilations are counted), then timed, repeatedly.
 """
@@ -24,10 +24,12 @@ BATCH = 32
 
 def epoch_batches(lengths, strategy: str, seed: int = 0):
     """[(indices, padded_length)] for one epoch of ``strategy``."""
-    from tpu_helpers import buckets, padding
+    from tpu_helpers.banking77 import buckets
+    from tpu_helpers.shared import padding
+    from tpu_helpers.shared.boundaries import choose_boundaries
 
     if strategy == "buckets":
-        bounds = buckets.choose_boundaries(lengths, MAX_LENGTH, max_buckets=3)
+        bounds = choose_boundaries(lengths, MAX_LENGTH, max_buckets=3)
         plan = buckets.BucketBatchSampler(lengths, BATCH, bounds, seed=seed).plan(0)
         return [(list(b.indices), b.padded_length) for b in plan], bounds
     return [(list(b.indices), b.padded_length)
@@ -37,14 +39,16 @@ def epoch_batches(lengths, strategy: str, seed: int = 0):
 def run(quick: bool) -> Benchmark:
     import torch
     import torch_xla
+    import torch_xla.core.xla_model as xm
     from transformers import BertConfig, BertForSequenceClassification
 
-    from tpu_helpers import banking77, padding
-    from tpu_helpers.xla_torch import XlaCounters
+    from tpu_helpers.banking77 import dataset
+    from tpu_helpers.shared.banking_queries import banking_queries
+    from tpu_helpers.xla_torch.counters import XlaCounters
 
     device = torch_xla.device()
-    queries = padding.banking_like_queries(2000 if quick else 6000, seed=0)
-    tok = banking77.train_wordpiece_tokenizer(queries, vocab_size=2000)
+    queries = banking_queries(2000 if quick else 6000, seed=0)
+    tok = dataset.train_wordpiece_tokenizer(queries, vocab_size=2000)
     ids = [x[:MAX_LENGTH] for x in tok(queries)["input_ids"]]
     lengths = [len(x) for x in ids]
     steps = 6 if quick else 24
@@ -78,7 +82,7 @@ def run(quick: bool) -> Benchmark:
             state["opt"].step()
             state["opt"].zero_grad()
             torch_xla.sync()
-        torch_xla._XLAC._xla_wait_device_ops([])  # the device has really finished: the time is real
+        xm.wait_device_ops()  # the device has really finished: the time is real
 
     candidates = []
     strategies = [("max_length (the seed)", "max_length"), ("padding='longest'", "longest"),

@@ -17,9 +17,10 @@ from benchmarks.harness import Benchmark, Candidate, cli, time_calls  # noqa: E4
 def run(quick: bool) -> Benchmark:
     import torch
     import torch_xla
+    import torch_xla.core.xla_model as xm
     from transformers import BertConfig, BertForSequenceClassification
 
-    from tpu_helpers.xla_torch import XlaCounters
+    from tpu_helpers.xla_torch.counters import XlaCounters
 
     torch.manual_seed(0)
     xla_device = torch_xla.device()  # before any backward: autograd sizes its device queues at the first one
@@ -42,7 +43,7 @@ def run(quick: bool) -> Benchmark:
             opt.step()
             if device.type == "xla":
                 torch_xla.sync()
-                torch_xla._XLAC._xla_wait_device_ops([])  # wait for the device, so the time is real
+                xm.wait_device_ops()  # wait for the device, so the time is real
             return loss
         return step
 

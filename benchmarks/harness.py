@@ -5,74 +5,13 @@ in its own process (TensorFlow and PyTorch/XLA never share one), collects the JS
 """
 from __future__ import annotations
 
-import json
 import platform
 import statistics
-import time
-from dataclasses import asdict, dataclass, field
 from typing import Callable
 
+from tpu_helpers.core.timing import Benchmark, Candidate, time_calls  # the owner (notebooks use it too)
+
 __all__ = ["Candidate", "Benchmark", "time_calls", "summarize", "machine_info", "render_markdown"]
-
-
-@dataclass
-class Candidate:
-    name: str
-    values: list[float]  # one value per repeat
-    unit: str  # e.g. "samples/s", "s/step", "tokens per real token"
-    higher_is_better: bool = True
-    extra: dict = field(default_factory=dict)  # fixed figures (compilations, ...) that do not vary per repeat
-
-    @property
-    def median(self) -> float:
-        return statistics.median(self.values)
-
-    @property
-    def spread(self) -> tuple[float, float]:
-        return (min(self.values), max(self.values))
-
-
-@dataclass
-class Benchmark:
-    name: str
-    title: str
-    candidates: list[Candidate]
-    baseline: str  # candidate name the ratios are relative to
-    notes: str = ""
-
-    def ratios(self) -> dict[str, float]:
-        """How many times better than the baseline each candidate is (>1 = better), by medians."""
-        base = next(c for c in self.candidates if c.name == self.baseline)
-        out = {}
-        for c in self.candidates:
-            if c.median == 0 or base.median == 0:
-                out[c.name] = float("nan")
-            elif c.higher_is_better:
-                out[c.name] = c.median / base.median
-            else:
-                out[c.name] = base.median / c.median
-        return out
-
-    def to_json(self) -> str:
-        return json.dumps(asdict(self))
-
-    @classmethod
-    def from_json(cls, text: str) -> "Benchmark":
-        d = json.loads(text)
-        d["candidates"] = [Candidate(**c) for c in d["candidates"]]
-        return cls(**d)
-
-
-def time_calls(fn: Callable[[], object], repeats: int, warmup: int = 1) -> list[float]:
-    """Seconds per call of `fn`, `repeats` times, after `warmup` untimed calls (compilation happens there)."""
-    for _ in range(warmup):
-        fn()
-    out = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - t)
-    return out
 
 
 def summarize(values: list[float]) -> str:

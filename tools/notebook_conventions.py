@@ -7,13 +7,17 @@ Every notebook in notebooks/ is named ``NN_slug.ipynb`` (NN = 00, 01, ... withou
   one cell tagged ``parameters`` (papermill convention) holding every knob the notebook reads;
   no outputs (except cells marked ``# NBVAL_CHECK_OUTPUT``), the kernelspec of its framework's kernel
   (``tpu-course-tf`` / ``tpu-course-torch``: `./course setup` registers both, on a TPU VM one environment each),
-  and metadata limited to kernelspec, language_info and ``tpu_course`` (the notebook's framework: "tf" or "torch").
+  and metadata limited to kernelspec, language_info and ``tpu_course``: the notebook's framework ("tf" or "torch")
+  and its lesson package (``"package": "tpu_helpers.xla_tf"``). The package is one hop from the notebook: a folder
+  of tpu_helpers/ whose ``__init__`` declares the same ``FRAMEWORK`` and ``NOTEBOOK``, with ``checks.py`` and
+  ``solutions.py``; the notebook imports its checks from it, and no module of it imports the other framework.
 The badges and the install cell point at the notebook's own revision: the tag ``v<version>`` of pyproject.toml.
-`./course links` regenerates the badge and install cells and colab_links.md; tests/test_notebook_conventions.py
+`./course links` regenerates the badge and install cells and colab_links.md; tests/common/tools/test_notebook_conventions.py
 fails when anything here is out of date.
 """
 from __future__ import annotations
 
+import ast
 import os
 import re
 import sys
@@ -190,10 +194,77 @@ def problems(path: Path, repo: str = GITHUB_REPO) -> list[str]:
             out.append(f"cell {i} has committed outputs")
         if set(c.get("metadata", {})) - {"tags"}:
             out.append(f"cell {i} has metadata other than tags")
+    sources = "\n".join(c.source for c in cells if c.cell_type == "code")
+    out += package_problems(meta.get("tpu_course", {}).get("package"), framework, path.stem, sources)
     if not any(c.cell_type == "code" and re.search(r"^\s*assert\b", c.source, re.M) for c in cells):
         out.append("no assert cell: which claim does this notebook prove?")
     if nbformat.writes(normalise(nbformat.reads(raw, as_version=4))) + "\n" != raw:
         out.append("not normalised (run ./course links)")
+    return out
+
+
+# what a package of one framework must never import (TensorFlow and torch_xla cannot share a process)
+FORBIDDEN = {"tf": ("torch_xla", "accelerate", "torch"), "torch": ("tensorflow", "tf_keras", "keras")}
+FRAMEWORK_FREE = ("tensorflow", "tf_keras", "keras", "torch", "torch_xla", "accelerate")
+
+
+def _declared(init: Path) -> dict[str, object]:
+    """The constants FRAMEWORK and NOTEBOOK of a lesson package's __init__.py (read, not imported)."""
+    out = {}
+    for node in ast.parse(init.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            try:
+                out[node.targets[0].id] = ast.literal_eval(node.value)
+            except ValueError:
+                pass
+    return out
+
+
+def imported_modules(path: Path) -> set[str]:
+    """The top-level names of every module a Python file imports (anywhere in it, lazily or not)."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.update(a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def package_problems(package: str | None, framework: str | None, stem: str, sources: str,
+                     root: Path = ROOT) -> list[str]:
+    """The link between a notebook and its lesson package (``metadata.tpu_course.package``)."""
+    if not package or not re.fullmatch(r"tpu_helpers\.[a-z][a-z0-9_]*", package):
+        return ["metadata.tpu_course.package must name the notebook's lesson package, e.g. tpu_helpers.xla_tf"]
+    folder = root / Path(*package.split("."))
+    if not (folder / "__init__.py").is_file():
+        return [f"{package} (metadata.tpu_course.package) is not a package of tpu_helpers/"]
+    out = []
+    declared = _declared(folder / "__init__.py")
+    if declared.get("FRAMEWORK") != framework:
+        out.append(f"{package}.FRAMEWORK is {declared.get('FRAMEWORK')!r}, the notebook's framework is {framework!r}")
+    if declared.get("NOTEBOOK") != stem:
+        out.append(f"{package}.NOTEBOOK is {declared.get('NOTEBOOK')!r}, not this notebook ({stem!r})")
+    for name in ("checks.py", "solutions.py"):
+        if not (folder / name).is_file():
+            out.append(f"{package} has no {name} (every lesson package holds its exercises' checks and answers)")
+    if not re.search(rf"^\s*from {re.escape(package)} import checks\b", sources, re.M):
+        out.append(f"the notebook must import its exercise checks from its own package ({package}.checks)")
+    for module in sorted(folder.rglob("*.py")):
+        bad = sorted(imported_modules(module) & set(FORBIDDEN.get(framework, ())))
+        if bad:
+            out.append(f"{module.relative_to(root)} imports {', '.join(bad)}: a {framework} package must not")
+    return out
+
+
+def framework_free_problems(root: Path = ROOT) -> list[str]:
+    """tpu_helpers' core/, shared/ and top-level modules import no ML framework (a lesson of either kind uses them)."""
+    out = []
+    tpu = root / "tpu_helpers"
+    for module in sorted([*tpu.glob("*.py"), *(tpu / "core").rglob("*.py"), *(tpu / "shared").rglob("*.py")]):
+        bad = sorted(imported_modules(module) & set(FRAMEWORK_FREE))
+        if bad and module.name != "frameworks.py":  # frameworks.py names both only to keep them apart
+            out.append(f"{module.relative_to(root)} imports {', '.join(bad)}; core and shared must stay framework-free")
     return out
 
 

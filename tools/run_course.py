@@ -3,7 +3,7 @@
 Every notebook in notebooks/ is executed in order with papermill (a fresh kernel each), on the profile chosen
 the usual way (``--profile`` or ``TPU_COURSE_PROFILE``, else ``cpu`` off-TPU). Executed notebooks and their
 HTML go to build/ (git-ignored). The closing table lists notebook, status, seconds and the key figures each
-notebook recorded with `tpu_helpers.summary.record`. Exit status 1 if any notebook failed.
+notebook recorded with `tpu_helpers.core.summary.record`. Exit status 1 if any notebook failed.
 
     ./course run                          # all notebooks, default profile
     ./course run --profile ci 00 01       # the smallest sizes, notebooks 00 and 01 only
@@ -21,11 +21,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-from tpu_helpers.summary import FIGURES_ENV  # noqa: E402  (the installed package: ./course installs the wheel)
+from tpu_helpers.core.summary import FIGURES_ENV  # noqa: E402  (the installed package: ./course installs the wheel)
 
 
 def _records(path: Path) -> dict[str, tuple]:
-    """{figure name: (value, unit)} recorded by a notebook's `tpu_helpers.summary.record` calls."""
+    """{figure name: (value, unit)} recorded by a notebook's `tpu_helpers.core.summary.record` calls."""
     items = {}
     if path.exists():
         for line in path.read_text().splitlines():

@@ -1,11 +1,13 @@
 """The whole test suite (./course test): unit tests and nbval over every notebook, in separate pytest processes.
 
     ./course test                      # everything
-    ./course pytest tests/test_x.py    # some paths only (one framework per process, same options)
+    ./course pytest tests/tf/mlm/test_x.py    # some paths only (one framework per process, same options)
 
+* **Lint first**: ``ruff check`` (pinned; rules in pyproject.toml) over the helpers, tests, tools and benchmarks.
 * **One framework per process.** TensorFlow and torch_xla abort a process that imports both, and pytest imports
-  every test module into one process: TensorFlow unit tests (tests/test_tf_*.py), PyTorch/XLA unit tests
-  (tests/test_torch_*.py) and the other unit tests run as separate pytest processes.
+  every test module into one process: ``tests/common`` (no framework), ``tests/tf`` and ``tests/torch`` run as
+  separate pytest processes. Each folder's conftest declares its framework, so a test importing the other one fails
+  with a message instead of aborting, even when a person runs the folder by hand.
 * **The notebooks run the way Colab opens them**: each one copied alone into an empty folder outside the
   repository and executed there by nbval, against the installed ``tpu-course`` wheel (``./course`` builds it from
   this checkout); nothing of the repository is importable, so a notebook that reads a repository file or needs a
@@ -38,21 +40,29 @@ def pytest_command() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-P", "-m", "pytest"]
 
 
+FOLDERS = {"common": "framework-free unit tests", "tf": "TensorFlow unit tests", "torch": "PyTorch/XLA unit tests"}
+LINT_PATHS = ["tpu_helpers", "tests", "tools", "benchmarks"]
+NOTEBOOKS = "notebooks, each alone in an empty folder (nbval)"
+
+
 def framework_of(path: str) -> str:
-    name = Path(path).name
-    return "tf" if name.startswith("test_tf_") else "torch" if name.startswith("test_torch_") else "other"
+    """The test folder (common, tf, torch) a path under tests/ belongs to; "" for anything else."""
+    parts = Path(os.path.abspath(ROOT / path.split("::")[0])).relative_to(ROOT).parts
+    return parts[1] if len(parts) > 1 and parts[0] == "tests" and parts[1] in FOLDERS else ""
 
 
 def groups() -> list[tuple[str, list[str]]]:
-    tests = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").glob("test_*.py"))
-    out = []
-    for fw, name in (("tf", "TensorFlow unit tests"), ("torch", "PyTorch/XLA unit tests"), ("other", "other unit tests")):
-        paths = [t for t in tests if framework_of(t) == fw]
-        if paths:
-            out.append((name, paths))
-    out.append(("notebooks, each alone in an empty folder (nbval)", [str(p) for p in sorted(
-        (ROOT / "notebooks").glob("*.ipynb"))]))
+    out = [(name, [f"tests/{folder}"]) for folder, name in FOLDERS.items()]
+    out.append((NOTEBOOKS, [str(p) for p in sorted((ROOT / "notebooks").glob("*.ipynb"))]))
     return out
+
+
+def lint() -> tuple[str, int, dict[str, int] | None]:
+    """``ruff check`` over the code (a failed lint counts as one failed test)."""
+    ruff = Path(sys.executable).with_name("ruff")
+    print(f"\n=== lint: ruff check {' '.join(LINT_PATHS)}", flush=True)
+    rc = subprocess.call([str(ruff) if ruff.exists() else "ruff", "check", *LINT_PATHS], cwd=ROOT)
+    return "lint (ruff)", rc, {"tests": 1, "failures": int(rc != 0), "errors": 0, "skipped": 0}
 
 
 def isolate_notebooks(paths: list[str], tmp: Path) -> list[str]:
@@ -126,17 +136,19 @@ def main(argv: list[str]) -> int:
         paths = [a for a in argv[1:] if not a.startswith("-") and ((ROOT / a.split("::")[0]).exists()
                                                                    or Path(a.split("::")[0]).exists())]
         extra = [a for a in argv[1:] if a not in paths]
-        kinds = {framework_of(p) for p in paths if not p.endswith(".ipynb")} - {"other"}
-        if len(kinds) > 1:
-            print("course: TensorFlow and PyTorch/XLA tests cannot share a pytest process; run them separately")
+        tests = [p for p in paths if not p.endswith(".ipynb")]
+        kinds = {framework_of(p) for p in tests}
+        if "" in kinds or len(kinds) > 1:
+            print("course: give test paths from one of tests/common, tests/tf, tests/torch at a time (each runs in its "
+                  "own pytest process: TensorFlow and torch_xla cannot share one), or notebooks")
             return 2
-        plan = [(f"{', '.join(sorted(kinds)) or 'selected'} tests", [p for p in paths if not p.endswith(".ipynb")]),
-                ("notebooks, each alone in an empty folder (nbval)", [p for p in paths if p.endswith(".ipynb")])]
+        plan = [(FOLDERS[k], tests) for k in kinds] + [(NOTEBOOKS, [p for p in paths if p.endswith(".ipynb")])]
         plan = [(n, p) for n, p in plan if p]
         argv = extra
+        results = []
     else:
         plan = groups()
-    results = []
+        results = [lint()]
     with tempfile.TemporaryDirectory(prefix="tpu-course-tests-") as tmp:
         for i, (name, paths) in enumerate(plan):
             rc, totals = run_group(name, paths, argv, Path(tmp), i)

@@ -1,0 +1,24 @@
+"""Docstring examples are run, never left to rot: every ``>>>`` example in tpu_helpers runs as a doctest, here for
+the framework-free modules and in tests/torch/test_docstring_examples.py for the PyTorch ones."""
+import doctest
+import importlib
+from pathlib import Path
+
+import pytest
+from course_testing import ROOT
+
+HERE = ["tpu_helpers.core.runtime", "tpu_helpers.mlm.tokenizer"]  # numpy at most at import
+TORCH = ["tpu_helpers.xla_debug.diagnose"]
+
+
+def test_every_module_with_an_example_has_its_doctest():
+    found = sorted(".".join(p.relative_to(ROOT).with_suffix("").parts) for p in (ROOT / "tpu_helpers").rglob("*.py")
+                   if ">>>" in p.read_text(encoding="utf-8"))
+    assert found == sorted(HERE + TORCH), "add the module to a doctest list (or remove the example)"
+
+
+@pytest.mark.parametrize("name", HERE)
+def test_docstring_examples_run(name):
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0, result
+    assert Path(importlib.import_module(name).__file__).name.endswith(".py")

@@ -1,0 +1,134 @@
+"""The framework guard: environment variables, and the clash turned into a clear error (in subprocesses)."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tpu_helpers.core.frameworks import FrameworkClashError, loaded_frameworks, use_framework
+
+
+def test_sets_transformers_backend_variables():
+    env = {}
+    assert use_framework("tensorflow", environ=env, modules={}) == "tf"
+    assert (env["USE_TF"], env["USE_TORCH"], env["USE_TORCH_XLA"]) == ("1", "0", "0")
+    env = {}
+    assert use_framework("torch", environ=env, modules={}) == "torch"
+    assert (env["USE_TF"], env["USE_TORCH"]) == ("0", "1")
+
+
+def test_refuses_the_other_stack():
+    with pytest.raises(FrameworkClashError, match="Restart the kernel"):
+        use_framework("tf", environ={}, modules={"torch_xla": object()})
+    with pytest.raises(FrameworkClashError, match="TensorFlow is already imported"):
+        use_framework("torch", environ={}, modules={"tensorflow": object()})
+
+
+def test_refuses_when_transformers_was_imported_with_the_other_backend():
+    env = {"USE_TF": "0", "USE_TORCH": "1"}
+    with pytest.raises(FrameworkClashError, match="before use_framework"):
+        use_framework("tf", environ=env, modules={"transformers": object()})
+
+
+def test_unknown_name():
+    with pytest.raises(ValueError, match="'tf' or 'torch'"):
+        use_framework("jax", environ={}, modules={})
+
+
+def test_loaded_frameworks():
+    assert loaded_frameworks({"tensorflow": 1, "torch_xla": 1}) == ["tf", "torch"]
+
+
+def _run(code: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PJRT_DEVICE="CPU", TF_CPP_MIN_LOG_LEVEL="3")  # the installed tpu_helpers
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+
+
+def test_real_clash_gives_a_clear_error_not_an_abort():
+    # Importing TensorFlow after torch_xla aborts the process; use_framework must stop it first.
+    proc = _run("import torch_xla\n"
+                "from tpu_helpers.core.frameworks import use_framework, FrameworkClashError\n"
+                "try:\n    use_framework('tf')\n"
+                "except FrameworkClashError as e:\n    print('CLEAR:', e); raise SystemExit(3)\n"
+                "import tensorflow\n")
+    assert proc.returncode == 3, proc.stderr[-2000:]
+    assert "CLEAR: PyTorch/XLA is already imported" in proc.stdout and "Restart the kernel" in proc.stdout
+
+
+def test_tf_process_refuses_torch():
+    proc = _run("import tensorflow\n"
+                "from tpu_helpers.core.frameworks import use_framework\n"
+                "use_framework('torch')\n")
+    assert proc.returncode == 1
+    assert "FrameworkClashError: TensorFlow is already imported" in proc.stderr
+    assert proc.stderr.count("\n") < 15, "a short traceback, not a crash dump"
+
+
+# ---------------------------------------------------------------------------- the TPU build in this kernel
+class _Rt:
+    def __init__(self, tpu):
+        self.is_tpu = tpu
+
+
+def _dists(**versions):
+    names = {k.replace("_", "-"): v for k, v in versions.items()}
+    return lambda name: names.get(name)
+
+
+def test_tpu_build_check_is_silent_off_a_tpu():
+    from tpu_helpers.core.frameworks import check_tpu_build
+
+    assert "not on a TPU" in check_tpu_build(_Rt(False), "tf", installed=_dists())
+
+
+def test_tpu_build_check_stops_a_tf_kernel_with_the_cpu_build():
+    from tpu_helpers.core.frameworks import WrongBuildError, check_tpu_build
+
+    both = _dists(tensorflow="2.20.0", tensorflow_tpu="2.20.0", libtpu="0.0.14")  # tf-keras pulled tensorflow in
+    with pytest.raises(WrongBuildError, match=r"CPU build of TensorFlow.*tensorflow==2\.20\.0.*restart the runtime"):
+        check_tpu_build(_Rt(True), "tf", installed=both, tpu_devices=lambda: ["TPU:0"])
+    with pytest.raises(WrongBuildError, match="CPU build"):
+        check_tpu_build(_Rt(True), "tf", installed=_dists(tensorflow="2.20.0"), tpu_devices=lambda: [])
+    good = _dists(tensorflow_tpu="2.20.0", libtpu="0.0.14")
+    with pytest.raises(WrongBuildError, match="lists no TPU device"):
+        check_tpu_build(_Rt(True), "tf", installed=good, tpu_devices=lambda: [])
+    assert "8 TPU devices" in check_tpu_build(_Rt(True), "tf", installed=good, tpu_devices=lambda: ["d"] * 8)
+
+
+def test_tpu_build_check_stops_a_torch_kernel_without_libtpu():
+    from tpu_helpers.core.frameworks import WrongBuildError, check_tpu_build
+
+    with pytest.raises(WrongBuildError, match=r"torch_xla\[tpu\]"):
+        check_tpu_build(_Rt(True), "torch", installed=_dists(torch_xla="2.9.0"), tpu_devices=lambda: ["TPU"])
+    with pytest.raises(WrongBuildError, match="does not pick the TPU"):
+        check_tpu_build(_Rt(True), "torch", installed=_dists(torch_xla="2.9.0", libtpu="0.0.21"), tpu_devices=list)
+    assert "PJRT device TPU" in check_tpu_build(_Rt(True), "torch", installed=_dists(torch_xla="2.9.0", libtpu="0.0.21"),
+                                                tpu_devices=lambda: ["TPU"])
+
+
+def test_tf_turns_on_xlas_records_of_the_course_functions_only():
+    from tpu_helpers.core.frameworks import record_xla_compilations
+
+    env = {}
+    use_framework("tf", environ=env, modules={})
+    assert "--xla_dump_to=" in env["XLA_FLAGS"] and "--xla_dump_hlo_module_re=.*tpucourse.*" in env["XLA_FLAGS"]
+    mine = {"XLA_FLAGS": "--xla_dump_to=/my/dumps"}
+    assert record_xla_compilations(mine) == "--xla_dump_to=/my/dumps"  # a learner's own dump folder is kept
+    env = {}
+    use_framework("torch", environ=env, modules={})
+    assert "XLA_FLAGS" not in env
+
+
+def test_records_of_dead_processes_are_removed_and_others_kept(tmp_path):
+    from tpu_helpers.core import frameworks
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead_pid = int(dead.stdout)
+    (tmp_path / f"tpu-course-xla-records-{dead_pid}-abc123").mkdir()  # a killed kernel's folder
+    (tmp_path / f"tpu-course-xla-records-{os.getpid()}-def456").mkdir()  # this live process's
+    (tmp_path / "my-own-folder").mkdir()  # not ours
+    (tmp_path / f"tpu-course-xla-records-{dead_pid}").mkdir()  # not our naming: kept
+    removed = frameworks._remove_records_of_dead_processes(str(tmp_path))
+    assert removed == [f"tpu-course-xla-records-{dead_pid}-abc123"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [f"tpu-course-xla-records-{os.getpid()}-def456", "my-own-folder", f"tpu-course-xla-records-{dead_pid}"])

@@ -1,0 +1,41 @@
+import pytest
+
+from tpu_helpers.core.profiles import Profile, choose_profile, sized
+from tpu_helpers.core.runtime import Runtime
+
+CPU = Runtime("cpu", "local")
+TPU = Runtime("kaggle-tpu-vm", "kaggle", "v5litepod-8", "v5e", 8, 8)
+
+
+def test_default_cpu_off_tpu():
+    p = choose_profile(env={}, runtime=CPU)
+    assert p.name == "cpu" and "off-TPU" in p.reason
+
+
+def test_default_tpu_on_tpu():
+    assert choose_profile(env={}, runtime=TPU).name == "tpu"
+
+
+def test_env_overrides_runtime():
+    p = choose_profile(env={"TPU_COURSE_PROFILE": "ci"}, runtime=TPU)
+    assert p.name == "ci" and "TPU_COURSE_PROFILE" in p.reason
+
+
+def test_parameter_overrides_env():
+    p = choose_profile("CPU", env={"TPU_COURSE_PROFILE": "ci"}, runtime=CPU)
+    assert p == Profile("cpu", "set by the notebook's PROFILE parameter")
+
+
+@pytest.mark.parametrize("bad", ["gpu", "fast"])
+def test_unknown_profile_is_a_clear_error(bad):
+    with pytest.raises(ValueError, match="choose one of tpu, cpu, ci"):
+        choose_profile(bad, env={}, runtime=CPU)
+    with pytest.raises(ValueError, match="TPU_COURSE_PROFILE"):
+        choose_profile(env={"TPU_COURSE_PROFILE": bad}, runtime=CPU)
+
+
+def test_sized_picks_per_profile():
+    assert sized(Profile("ci", ""), tpu=256, cpu=32, ci=8) == 8
+    assert sized("tpu", {"tpu": {"batch": 256}, "cpu": {"batch": 32}, "ci": {"batch": 8}}) == {"batch": 256}
+    with pytest.raises(ValueError, match="missing: ci"):
+        sized("cpu", tpu=1, cpu=2)

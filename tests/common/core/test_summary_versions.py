@@ -1,0 +1,34 @@
+import json
+
+from install_plan import read_pins
+
+from tpu_helpers.core import summary
+from tpu_helpers.core.versions import pin_mismatches
+
+
+def test_record_writes_json_lines_for_the_runner(tmp_path, monkeypatch, capsys):
+    path = tmp_path / "figs.jsonl"
+    monkeypatch.setenv(summary.FIGURES_ENV, str(path))
+    summary.record("compilations", 3)
+    summary.record("ratio", 2.345678, "x")
+    lines = [json.loads(s) for s in path.read_text().splitlines()]
+    assert lines == [{"name": "compilations", "value": 3, "unit": ""}, {"name": "ratio", "value": 2.346, "unit": "x"}]
+    assert "[measured] ratio: 2.346 x" in capsys.readouterr().out
+    assert "compilations  3" in summary.show()
+
+
+def test_read_pins_and_mismatches(tmp_path):
+    req = tmp_path / "r.txt"
+    req.write_text("# c\ntf_keras==2.20.1  # note\ntorch==2.9.0\nfoo>=1\n\n")
+    pins = read_pins(req)
+    assert pins == {"tf-keras": "2.20.1", "torch": "2.9.0"}
+    assert pin_mismatches(pins, {"tf-keras": "2.20.1", "torch": "2.8.0"}) == {"torch": ("2.9.0", "2.8.0")}
+    assert pin_mismatches(pins, {"tf-keras": None, "torch": "2.9.0"}) == {}  # not installed here: not a mismatch
+
+
+def test_repository_pins_are_exact_and_include_the_stack():
+    from course_testing import ROOT
+    pins = read_pins(ROOT / "requirements.txt")
+    assert pins["torch"] == pins["torch-xla"], "torch and torch_xla must match exactly"
+    assert pins["tensorflow"].split(".")[:2] == pins["tf-keras"].split(".")[:2], "tf-keras must match TensorFlow"
+    assert pins["transformers"].startswith("4.57."), "transformers 4.57.x is the last line with TF models"

@@ -1,0 +1,166 @@
+"""The learner's install path: the install cells on every hosted target, the Cloud TPU VM environments, the wheel.
+
+Each notebook's install cell is executed as Colab or Kaggle would run it (their environment variables, the device
+files of a TPU or GPU runtime), with ``subprocess.check_call`` captured instead of running pip: the calls must be
+the plan of `install_plan` for that target, and the TPU plans must keep the CPU builds out.
+"""
+import os
+import re
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import install_plan
+import nbformat
+import notebook_conventions as nc
+import pytest
+from course_testing import ROOT
+
+HOSTS = {"colab": {"COLAB_RELEASE_TAG": "release-colab-20261101"}, "kaggle": {"KAGGLE_KERNEL_RUN_TYPE": "Interactive"}}
+DEVICES = {"tpu": {"/dev/vfio/0"}, "gpu": {"/dev/nvidia0"}, "cpu": set()}
+
+
+def run_install_cell(source: str, env: dict, device_files: set, monkeypatch) -> list[list[str]]:
+    """Execute an install cell with this environment and these device files; return the pip argument lists."""
+    calls = []
+    monkeypatch.setattr(os, "environ", dict(env))
+    real_exists = os.path.exists
+    monkeypatch.setattr(os.path, "exists", lambda p: p in device_files if str(p).startswith("/dev/") else real_exists(p))
+
+    def check_call(cmd, *a, **k):
+        assert cmd[:3] == [sys.executable, "-m", "pip"], cmd
+        calls.append(list(cmd[3:]))
+        return 0
+
+    monkeypatch.setattr(subprocess, "check_call", check_call)
+    exec(compile(source, "<install cell>", "exec"), {})
+    return calls
+
+
+def tpu_tf_problems(calls: list[list[str]]) -> list[str]:
+    """What makes a TensorFlow TPU install wrong: the CPU build installed or left beside the TPU build."""
+    out = []
+    installs = [c for c in calls if "install" in c]
+    flat = [a for c in installs for a in c]
+    if not any(a.startswith("tensorflow-tpu==") for a in flat):
+        out.append("no tensorflow-tpu")
+    if any(re.match(r"tensorflow(\[[^\]]*\])?==", a) for a in flat):
+        out.append("installs the tensorflow (CPU) distribution")
+    for c in installs:  # anything that requires `tensorflow` by name must come without its dependencies
+        if any(a.startswith("tf-keras") for a in c) and "--no-deps" not in c:
+            out.append("tf-keras with its dependencies pulls in the tensorflow distribution")
+    if not any(a.startswith("libtpu==") for a in flat):
+        out.append("libtpu not pinned")
+    first_tpu = next(i for i, c in enumerate(calls) if any(a.startswith("tensorflow-tpu") for a in c)) \
+        if "no tensorflow-tpu" not in out else 0
+    if not any(c[:1] == ["uninstall"] and "tensorflow" in c and "tensorflow-cpu" in c for c in calls[:first_tpu]):
+        out.append("a preinstalled tensorflow/tensorflow-cpu is not removed first")
+    return out
+
+
+@pytest.mark.parametrize("host", sorted(HOSTS))
+@pytest.mark.parametrize("accelerator", install_plan.ACCELERATORS)
+@pytest.mark.parametrize("framework", install_plan.FRAMEWORKS)
+def test_install_cell_runs_the_plan_of_its_target(framework, accelerator, host, monkeypatch):
+    paths = [p for p in nc.notebook_paths()
+             if nbformat.read(p, as_version=4).metadata["tpu_course"]["framework"] == framework]
+    source = nbformat.read(paths[0], as_version=4).cells[1].source
+    env = {"PATH": "/usr/bin", **HOSTS[host]}
+    if accelerator == "tpu" and host == "colab":
+        env["TPU_ACCELERATOR_TYPE"] = "v5litepod-1"
+    calls = run_install_cell(source, env, DEVICES[accelerator], monkeypatch)
+    assert calls == install_plan.hosted_plan(framework, accelerator, nc.GITHUB_REPO)
+    assert calls[-1][-1] == f"tpu-course @ git+https://github.com/{nc.GITHUB_REPO}@v{nc.VERSION}", \
+        "the helpers come from the notebook's own revision"
+    flat = " ".join(a for c in calls for a in c)
+    if framework == "tf" and accelerator == "tpu":
+        assert tpu_tf_problems(calls) == []
+    elif framework == "tf":
+        assert "tensorflow-tpu" not in flat and "libtpu" not in flat
+    else:
+        assert ("torch_xla[tpu]==" in flat) == (accelerator == "tpu")
+        assert "tensorflow" not in flat
+
+
+def test_tpu_checker_rejects_the_one_call_install_that_installs_two_tensorflows():
+    """The install cell before this plan: tensorflow-tpu and tf-keras in one pip call (tf-keras then pulls the CPU
+    `tensorflow` into the same folder), libtpu left to pip."""
+    old = [["install", "-q", "tensorflow-tpu==2.20.0", "-f", "https://storage.googleapis.com/libtpu-tf-releases/"
+            "index.html", "transformers==4.57.6", "tf-keras==2.20.1"]]
+    found = " | ".join(tpu_tf_problems(old))
+    assert "tf-keras with its dependencies" in found and "libtpu not pinned" in found
+
+
+def test_install_cell_does_nothing_off_colab_and_kaggle(monkeypatch):
+    for path in nc.notebook_paths():
+        cell = nbformat.read(path, as_version=4).cells[1]
+        assert run_install_cell(cell.source, {"PATH": "/usr/bin"}, {"/dev/vfio/0"}, monkeypatch) == []
+
+
+def test_cloud_tpu_vm_environments_hold_one_framework_each_with_its_tpu_build():
+    pins = install_plan.read_pins()
+    tf_env = install_plan.vm_requirements("tf")
+    torch_env = install_plan.vm_requirements("torch")
+    names = lambda lines: {re.split(r"[=\[<>~ ]", ln.split("#")[0].strip())[0].lower().replace("_", "-")  # noqa: E731
+                           for ln in lines if ln.split("#")[0].strip()}
+    assert {"tensorflow-tpu", "libtpu"} <= names(tf_env)
+    assert not names(tf_env) & {"tensorflow", "tf-keras", "torch", "torch-xla", "accelerate"}  # accelerate needs torch
+    assert install_plan.vm_no_deps("tf") == [f"tf-keras=={pins['tf-keras']}"]
+    assert f"torch_xla[tpu]=={pins['torch-xla']}" in torch_env and not names(torch_env) & {"tensorflow", "tf-keras"}
+    assert install_plan.vm_no_deps("torch") == []
+    shared = names(install_plan.vm_requirements("tf")) & names(torch_env)
+    assert {"transformers", "jupyterlab", "ipykernel"} <= shared
+
+
+def test_course_setup_tpu_and_lab_name_the_kernels_the_notebooks_ask_for():
+    course = (ROOT / "course").read_text()
+    for fw in install_plan.FRAMEWORKS:
+        assert nc.KERNELSPECS[fw]["name"] == f"tpu-course-{fw}"
+    assert '--name "tpu-course-$fw"' in course and "setup_tpu" in course and "vm-no-deps" in course
+    for path in nc.notebook_paths():
+        nb = nbformat.read(path, as_version=4)
+        assert nb.metadata.kernelspec == nc.KERNELSPECS[nb.metadata.tpu_course.framework]
+
+
+def test_installed_kernels_exist_for_both_frameworks():
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    specs = KernelSpecManager().find_kernel_specs()
+    assert {"tpu-course-tf", "tpu-course-torch"} <= set(specs), sorted(specs)
+
+
+def test_badges_and_helper_pin_follow_the_project_version():
+    version = re.search(r'^version = "([^"]+)"', (ROOT / "pyproject.toml").read_text(), re.M).group(1)
+    assert nc.VERSION == version and nc.REVISION == f"v{version}"
+    assert f"/blob/v{version}/notebooks/" in (ROOT / "colab_links.md").read_text()
+
+
+def test_the_wheel_holds_every_module_and_the_course_pins(tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    for name in ("pyproject.toml", "README.md", "requirements.txt"):
+        (src / name).write_bytes((ROOT / name).read_bytes())
+    subprocess.run(["cp", "-r", str(ROOT / "tpu_helpers"), str(src)], check=True)
+    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path / "w"),
+                           str(src)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (wheel,) = (tmp_path / "w").glob("tpu_course-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    modules = {str(p.relative_to(ROOT)) for p in (ROOT / "tpu_helpers").rglob("*.py") if "__pycache__" not in p.parts}
+    assert {"tpu_helpers/banking77/checks.py", "tpu_helpers/banking77/solutions.py", "tpu_helpers/__init__.py",
+            "tpu_helpers/_infra/gcs_emulator/__init__.py"} <= names
+    assert modules <= names, sorted(modules - names)
+    metadata = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("METADATA"))).decode()
+    pins = install_plan.read_pins()
+    for name in ("tensorflow", "transformers", "torch-xla"):
+        assert re.search(rf"Requires-Dist: {re.escape(name)}=={re.escape(pins[name])} ?; extra == \"course\"",
+                         metadata.replace("torch_xla", "torch-xla"), re.I), name
+
+
+def test_the_installed_package_is_the_wheel_and_knows_the_pins():
+    import tpu_helpers
+    from tpu_helpers.core import versions
+
+    assert ROOT not in Path(tpu_helpers.__file__).resolve().parents, "tests must import the installed wheel"
+    assert versions.course_pins() == {k: v for k, v in install_plan.read_pins().items()}

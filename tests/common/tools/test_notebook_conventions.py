@@ -1,0 +1,84 @@
+"""Every notebook follows the course's conventions, and colab_links.md is current."""
+import subprocess
+import sys
+
+import nbformat
+import notebook_conventions as nc
+import pytest
+from course_testing import ROOT
+
+NOTEBOOKS = nc.notebook_paths()
+
+
+def test_there_are_notebooks_numbered_without_gaps():
+    assert NOTEBOOKS, "notebooks/ is empty"
+    assert nc.numbering_problems(NOTEBOOKS) == []
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_conventions(path):
+    assert nc.problems(path) == []
+
+
+def test_conventions_catch_violations(tmp_path):
+    nb = nbformat.read(NOTEBOOKS[0], as_version=4)
+    nb.cells[2].outputs = [nbformat.v4.new_output("stream", text="hi")] if nb.cells[2].cell_type == "code" else []
+    for c in nb.cells:
+        c.metadata.pop("tags", None) if "parameters" in c.metadata.get("tags", []) else None
+    nb.metadata["widgets"] = {}
+    bad = tmp_path / "7_Bad.ipynb"
+    nbformat.write(nb, bad)
+    found = " | ".join(nc.problems(bad))
+    for expected in ("NN_slug", "parameters", "metadata keys", "badge"):
+        assert expected in found, found
+    assert nc.numbering_problems([tmp_path / "00_a.ipynb", tmp_path / "02_b.ipynb"])
+
+
+def test_links_file_is_current():
+    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "make_links.py"), "--check"],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    text = (ROOT / "colab_links.md").read_text()
+    for path in NOTEBOOKS:
+        assert nc.colab_url(path.name) in text and nc.kaggle_url(path.name) in text
+
+
+def test_install_cell_pins_match_requirements():
+    from install_plan import read_pins
+    pins = read_pins(ROOT / "requirements.txt")
+    tf_cell, torch_cell = nc.install_source("tf"), nc.install_source("torch")
+    assert f"tensorflow-tpu=={pins['tensorflow']}" in tf_cell and f"transformers=={pins['transformers']}" in tf_cell
+    assert f"torch_xla[tpu]=={pins['torch-xla']}" in torch_cell and f"accelerate=={pins['accelerate']}" in torch_cell
+
+
+def test_readme_maps_every_notebook():
+    readme = (ROOT / "README.md").read_text()
+    for path in NOTEBOOKS:
+        assert path.name in readme, f"README.md's notebook map misses {path.name}"
+
+
+def test_core_and_shared_import_no_framework():
+    assert nc.framework_free_problems() == []
+
+
+def test_package_link_catches_a_broken_package(tmp_path):
+    pkg = tmp_path / "tpu_helpers" / "lesson"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text('FRAMEWORK = "tf"\nNOTEBOOK = "09_other"\n')
+    (pkg / "checks.py").write_text("def check(): import torch_xla\n")  # a lazy import counts too
+    found = " | ".join(nc.package_problems("tpu_helpers.lesson", "torch", "09_lesson", "import os", root=tmp_path))
+    for expected in ("FRAMEWORK is 'tf'", "NOTEBOOK is '09_other'", "no solutions.py", "import its exercise checks"):
+        assert expected in found, found
+    found = " | ".join(nc.package_problems("tpu_helpers.lesson", "tf", "09_other",
+                                           "from tpu_helpers.lesson import checks as c", root=tmp_path))
+    assert "imports torch_xla: a tf package must not" in found, found
+    assert nc.package_problems("tpu_helpers.nowhere", "tf", "x", "", root=tmp_path)[0].endswith("not a package of tpu_helpers/")
+    assert "must name" in nc.package_problems(None, "tf", "x", "")[0]
+
+
+def test_every_lesson_package_belongs_to_one_notebook():
+    named = [nbformat.read(p, as_version=4).metadata["tpu_course"]["package"] for p in NOTEBOOKS]
+    assert len(set(named)) == len(named), named
+    lessons = {f"tpu_helpers.{p.name}" for p in (ROOT / "tpu_helpers").iterdir()
+               if (p / "checks.py").exists() or (p / "solutions.py").exists()}
+    assert lessons == set(named), lessons ^ set(named)

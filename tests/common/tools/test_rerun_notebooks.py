@@ -1,0 +1,32 @@
+"""A live lesson re-runs things: running a notebook from the top a second time in the same kernel must work.
+
+Each notebook below is executed twice, top to bottom, in ONE kernel (as when an instructor presses "Run all"
+again): idempotent setup, no "already initialised" crashes, no duplicate state. The install cell is skipped
+as under nbval. The notebooks chosen hold the process-wide state a re-run can trip over: runtime checks and a
+child PyTorch/XLA process (00), simulated CPU replicas and a cached TPU strategy (03).
+"""
+import os
+
+import nbformat
+import pytest
+from course_testing import ROOT
+from nbclient import NotebookClient
+
+RERUN = ["00_is_my_runtime_ready.ipynb", "03_tpu_access_tensorflow.ipynb"]
+
+
+@pytest.mark.parametrize("name", RERUN)
+def test_run_all_twice_in_one_kernel(name, monkeypatch):
+    monkeypatch.setenv("TPU_COURSE_PROFILE", os.environ.get("TPU_COURSE_PROFILE", "ci"))
+    monkeypatch.setenv("TPU_COURSE_SOLUTIONS", "1")
+    monkeypatch.delenv("TPU_COURSE_FIGURES", raising=False)
+    path = ROOT / "notebooks" / name
+    nb = nbformat.read(path, as_version=4)
+    client = NotebookClient(nb, timeout=900, kernel_name="python3",
+                            resources={"metadata": {"path": str(path.parent)}})
+    with client.setup_kernel():
+        for run in (1, 2):
+            for index, cell in enumerate(nb.cells):
+                if cell.cell_type != "code" or "nbval-skip" in cell.metadata.get("tags", []):
+                    continue
+                client.execute_cell(cell, index)  # raises CellExecutionError, with the cell's traceback

@@ -1,0 +1,59 @@
+"""The suite's runner cannot go green on a crash: a killed pytest process or a missing report is a failure."""
+import os
+import textwrap
+
+import run_tests
+
+
+def test_a_crashing_test_process_fails_the_run(tmp_path, capsys):
+    crash = tmp_path / "test_crash.py"
+    crash.write_text(textwrap.dedent("""
+        import os
+        def test_fine():
+            pass
+        def test_abort():
+            os.abort()   # what the TensorFlow/torch_xla clash, an OOM kill or a segfault look like
+    """))
+    rc, totals = run_tests.run_group("crash", [str(crash)], ["-p", "no:cacheprovider", "--rootdir", str(tmp_path)],
+                                     tmp_path, 0)
+    assert rc < 0 and totals is None  # killed by SIGABRT before writing its junit report
+    code, line = run_tests.verdict([("fine group", 0, {"tests": 10, "failures": 0, "errors": 0, "skipped": 0}),
+                                    ("crash", rc, totals)])
+    assert code != 0 and "10 passed, 1 failed" in line and "crashed" in line
+
+
+def test_verdict_counts_and_exit_codes():
+    ok = {"tests": 3, "failures": 0, "errors": 0, "skipped": 1}
+    assert run_tests.verdict([("a", 0, ok)]) == (0, "2 passed, 0 failed, 1 skipped")
+    assert run_tests.verdict([("a", 1, {**ok, "failures": 1})])[0] == 1
+    assert run_tests.verdict([("a", -9, ok)])[0] != 0  # a signal after the report was written
+    assert run_tests.verdict([("a", 5, {"tests": 0, "failures": 0, "errors": 0, "skipped": 0})])[0] == 5
+
+
+def test_tensorflow_and_torch_tests_never_share_a_process():
+    plan = dict(run_tests.groups())
+    assert [plan[name] for name in run_tests.FOLDERS.values()] == [["tests/common"], ["tests/tf"], ["tests/torch"]]
+    assert run_tests.framework_of("tests/tf/mlm/test_checks.py::test_x") == "tf"
+    assert run_tests.framework_of("tests/course_testing.py") == ""
+    assert run_tests.main(["--paths", "tests/tf/tpu_tf/test_strategy.py", "tests/torch/banking77/test_buckets.py"]) == 2
+    assert os.environ.get("PYTHONSAFEPATH") == "1"
+    folders = {p.name for p in (run_tests.ROOT / "tests").iterdir() if p.is_dir() and p.name != "__pycache__"}
+    assert folders == set(run_tests.FOLDERS), "every test folder is a framework group of the runner"
+    assert not list((run_tests.ROOT / "tests").glob("test_*.py")), "tests live in tests/common, tests/tf, tests/torch"
+
+
+def test_a_test_importing_the_other_framework_fails_with_a_message(tmp_path):
+    """The folder's conftest is the rule: a misplaced import is a clear failure, not an abort of the process."""
+    from course_testing import ROOT
+
+    probe = ROOT / "tests" / "torch" / "test_zz_probe_misplaced.py"
+    probe.write_text("def test_misplaced():\n    import tensorflow  # noqa: F401\n")
+    try:
+        import subprocess
+        import sys
+        proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(probe)],
+                              cwd=ROOT, capture_output=True, text=True, timeout=300)
+    finally:
+        probe.unlink()
+    assert proc.returncode == 1, proc.stdout[-2000:]
+    assert "tensorflow cannot be imported by a test in tests/torch" in proc.stdout and "move the test to tests/tf" in proc.stdout

@@ -1,0 +1,76 @@
+"""What tests in every folder share: the checkout's root, and for the exercise-check tests a failure that names
+the problem and the learner's skeleton. (A plain module, not a conftest: ``from course_testing import ...``.)"""
+import importlib.abc
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+FRAMEWORK_MODULES = {"tf": ("tensorflow", "tf_keras"), "torch": ("torch", "torch_xla")}
+
+
+class _FrameworkGuard(importlib.abc.MetaPathFinder):
+    """Makes the frameworks a test folder must not load unimportable there. A probe (``importlib.util.find_spec``,
+    which transformers runs for every backend) still sees the installed package; importing it raises ImportError."""
+
+    def __init__(self, folder: str, blocked: tuple[str, ...]):
+        self.folder, self.blocked = folder, blocked
+
+    def find_spec(self, fullname, path=None, target=None):
+        top = fullname.split(".")[0]
+        if top not in self.blocked:
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(fullname, path, target)
+            if spec is not None:
+                spec.loader = _Refusing(fullname, self.folder, top)
+                return spec
+        return None
+
+
+class _Refusing(importlib.abc.Loader):
+    def __init__(self, fullname: str, folder: str, top: str):
+        self.fullname, self.folder, self.top = fullname, folder, top
+
+    def create_module(self, spec):
+        home = next((f"tests/{fw}" for fw, mods in FRAMEWORK_MODULES.items() if self.top in mods), "its framework's folder")
+        raise ImportError(f"{self.fullname} cannot be imported by a test in tests/{self.folder} (one framework per "
+                          f"process: TensorFlow and torch_xla abort a process that loads both): move the test to {home}")
+
+    def exec_module(self, module):  # pragma: no cover - create_module always raises
+        raise ImportError(self.fullname)
+
+
+def guard_frameworks(folder: str, framework: str | None) -> None:
+    """Declare a test folder's framework (None: none at all); importing any other one then fails clearly."""
+    blocked = tuple(m for fw, mods in FRAMEWORK_MODULES.items() if fw != framework for m in mods)
+    if framework == "tf":
+        blocked = ("torch_xla",)  # plain torch is not the clash (transformers may look for it); torch_xla is
+    loaded = sorted(m for m in blocked if m in sys.modules)
+    if loaded:
+        raise pytest.UsageError(f"tests/{folder} runs without {', '.join(loaded)}, but it is already loaded: run "
+                                "tests/common, tests/tf and tests/torch in separate pytest processes (./course test)")
+    sys.meta_path.insert(0, _FrameworkGuard(folder, blocked))
+    if framework is None:  # transformers, if a test imports it, looks for no framework at all
+        os.environ.update({"USE_TF": "0", "USE_TORCH": "0", "USE_TORCH_XLA": "0"})
+    else:
+        from tpu_helpers.core import frameworks
+
+        frameworks.use_framework(framework)
+
+
+def failed(result, *phrases):
+    """The check failed on an attempted answer and its message names the problem."""
+    assert not result.passed and result.attempted, result
+    for phrase in phrases:
+        assert phrase in result.message, (phrase, result.message)
+    return True
+
+
+def skeleton(*args, **kwargs):
+    raise NotImplementedError  # YOUR ANSWER

@@ -1,0 +1,252 @@
+"""The local GCS emulator as TensorFlow sees it, and the bucket/credential checks of tpu_helpers.mlm.gcs.
+
+TensorFlow is imported inside the tests (this file runs in the TensorFlow test process). The emulator is
+started once for the module by the `local_gcs` fixture (tests/tf/conftest.py).
+"""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from tpu_helpers._infra import gcs_emulator
+from tpu_helpers._infra.gcs_emulator import LocalGCS, proxy, write_target_bucket
+from tpu_helpers.core.runtime import Runtime
+from tpu_helpers.mlm import gcs as gcsmod
+
+NODE = Runtime("tpu-node", "colab", tpu_address="grpc://10.0.0.2:8470", devices=8)
+CPU = Runtime("cpu", "local")
+
+
+def _tf():
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    import tensorflow as tf
+    return tf
+
+
+def test_start_is_idempotent_and_sets_the_environment(local_gcs):
+    assert local_gcs.running
+    again = LocalGCS().start()  # a re-run notebook cell
+    assert again is local_gcs and gcs_emulator.active() is local_gcs
+    with LocalGCS() as inner:  # a with-block inside a running emulator reuses it and leaves it running
+        assert inner is local_gcs
+    assert local_gcs.running
+    env = local_gcs.env
+    for key, value in env.items():
+        assert os.environ[key] == value
+    assert env["https_proxy"] == f"http://127.0.0.1:{local_gcs.proxy_port}"
+    assert env["STORAGE_EMULATOR_HOST"] == f"http://127.0.0.1:{local_gcs.http_port}"
+    assert "googleapis" not in env["NO_PROXY"] and "127.0.0.1" in env["NO_PROXY"]
+    assert Path(env["CURL_CA_BUNDLE"]).read_text().count("BEGIN CERTIFICATE") == 1  # libcurl parses it per request
+    assert gcsmod.using_emulator()
+
+
+def test_tensorflow_writes_lists_renames_and_reads_a_tfrecord_through_gs(local_gcs):
+    tf = _tf()
+    bucket = local_gcs.create_bucket("tf-emulator-test")
+    assert local_gcs.create_bucket("tf-emulator-test") == bucket  # idempotent
+    records = [f"record {i} ".encode() * (i + 1) for i in range(300)]
+    partial = f"{bucket}/data/shard.tfrecord.partial"
+    with tf.io.TFRecordWriter(partial) as writer:
+        for r in records:
+            writer.write(r)
+    assert tf.io.gfile.glob(f"{bucket}/data/*.tfrecord") == []  # the temporary name is not a shard
+    tf.io.gfile.rename(partial, f"{bucket}/data/shard.tfrecord", overwrite=True)  # GCS: copy + delete
+    assert tf.io.gfile.glob(f"{bucket}/data/*") == [f"{bucket}/data/shard.tfrecord"]
+    assert [r.numpy() for r in tf.data.TFRecordDataset(tf.io.gfile.glob(f"{bucket}/data/*.tfrecord"))] == records
+    tf.io.gfile.makedirs(f"{bucket}/ckpt/run1")  # folder markers, as Keras checkpoints write them
+    assert tf.io.gfile.isdir(f"{bucket}/ckpt/run1")
+    assert not tf.io.gfile.exists("gs://no-such-bucket-here")
+
+
+def test_large_object_round_trip(local_gcs):
+    tf = _tf()
+    bucket = local_gcs.create_bucket("tf-emulator-big")
+    data = os.urandom(9 * 1024 * 1024 + 7)
+    with tf.io.gfile.GFile(f"{bucket}/blob.bin", "wb") as f:
+        f.write(data)
+    assert tf.io.gfile.stat(f"{bucket}/blob.bin").length == len(data)
+    with tf.io.gfile.GFile(f"{bucket}/blob.bin", "rb") as f:
+        assert f.read() == data
+    tf.io.gfile.remove(f"{bucket}/blob.bin")
+    assert not tf.io.gfile.exists(f"{bucket}/blob.bin")
+
+
+def test_python_client_and_child_processes_see_the_same_objects(local_gcs):
+    tf = _tf()
+    bucket = local_gcs.create_bucket("tf-emulator-clients")
+    with tf.io.gfile.GFile(f"{bucket}/hello.txt", "w") as f:
+        f.write("written by TensorFlow")
+    from google.cloud import storage
+
+    client = storage.Client()  # STORAGE_EMULATOR_HOST from the environment
+    assert [b.name for b in client.list_blobs("tf-emulator-clients")] == ["hello.txt"]
+    client.bucket("tf-emulator-clients").blob("py.txt").upload_from_string(b"written by google-cloud-storage")
+    assert tf.io.gfile.GFile(f"{bucket}/py.txt").read() == "written by google-cloud-storage"
+    # A child process gets the variables from gcs.env (here: requests, which honours https_proxy and
+    # REQUESTS_CA_BUNDLE, asks the public XML endpoint exactly as TensorFlow reads objects).
+    code = ("import requests; r = requests.get('https://storage.googleapis.com/tf-emulator-clients/hello.txt', "
+            "headers={'Authorization': 'Bearer x'}, timeout=20); print(r.status_code, r.text)")
+    out = subprocess.run([sys.executable, "-c", code], env={**os.environ, **local_gcs.env}, capture_output=True,
+                         text=True, timeout=60)
+    assert out.stdout.strip() == "200 written by TensorFlow", out.stderr[-2000:]
+
+
+def test_read_only_bucket_refuses_writes_like_gcs(local_gcs):
+    tf = _tf()
+    bucket = local_gcs.create_bucket("tf-emulator-readonly", read_only=True)
+    with pytest.raises(tf.errors.PermissionDeniedError):
+        with tf.io.gfile.GFile(f"{bucket}/x.txt", "w") as f:
+            f.write("no")
+    local_gcs.create_bucket("tf-emulator-readonly")  # writable again
+    with tf.io.gfile.GFile(f"{bucket}/x.txt", "w") as f:
+        f.write("yes")
+
+
+def test_write_target_bucket():
+    assert write_target_bucket("GET", "www.googleapis.com", "/storage/v1/b/a/o/x") is None
+    assert write_target_bucket("POST", "www.googleapis.com", "/upload/storage/v1/b/a/o?uploadType=resumable") == "a"
+    assert write_target_bucket("POST", "www.googleapis.com", "/storage/v1/b/a/o/x/rewriteTo/b/b2/o/y") == "b2"
+    assert write_target_bucket("DELETE", "www.googleapis.com", "/storage/v1/b/a/o/x%2Fy") == "a"
+    assert write_target_bucket("PUT", "storage.googleapis.com", "/bkt/some/object") == "bkt"
+    assert write_target_bucket("PUT", "bkt.storage.googleapis.com", "/some/object") == "bkt"
+
+
+def _connect(port: int, target: str) -> bytes:
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n".encode())
+        return s.recv(4096)
+
+
+def test_proxy_refuses_other_google_hosts_and_relays_the_rest(local_gcs):
+    assert _connect(local_gcs.proxy_port, "tpu.googleapis.com:443").startswith(b"HTTP/1.1 403")
+    # relay: a local TCP echo server stands in for any non-Google host
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+
+    def echo() -> None:
+        conn, _ = server.accept()
+        with conn:
+            conn.sendall(conn.recv(100).upper())
+
+    threading.Thread(target=echo, daemon=True).start()
+    with socket.create_connection(("127.0.0.1", local_gcs.proxy_port), timeout=10) as s:
+        s.sendall(f"CONNECT 127.0.0.1:{server.getsockname()[1]} HTTP/1.1\r\n\r\n".encode())
+        assert s.recv(4096).startswith(b"HTTP/1.1 200")
+        s.sendall(b"hello")
+        assert s.recv(100) == b"HELLO"
+    server.close()
+
+
+def test_proxy_without_relay_refuses_everything_else(local_gcs, tmp_path):
+    config = tmp_path / "proxy.json"
+    config.write_text(json.dumps({"cert": str(local_gcs.log_dir / "cert.pem"), "key": str(local_gcs.log_dir / "key.pem"),
+                                  "upstream_port": local_gcs.http_port, "policy": str(tmp_path / "none.json"),
+                                  "relay": False, "parent": os.getpid()}))
+    proc = subprocess.Popen([sys.executable, proxy.__file__, "_proxy", str(config)], stdout=subprocess.PIPE)
+    try:
+        port = int(proc.stdout.readline())
+        assert _connect(port, "example.org:443").startswith(b"HTTP/1.1 403")
+        assert _connect(port, "storage.googleapis.com:443").startswith(b"HTTP/1.1 200")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        proc.stdout.close()
+
+
+# ------------------------------------------------------------------------------------ tpu_helpers.mlm.gcs
+def test_check_bucket_passes_and_names_the_emulator(local_gcs):
+    local_gcs.create_bucket("tf-check-ok")
+    report = gcsmod.check_bucket("gs://tf-check-ok/mlm", runtime=CPU)
+    assert report.writable and report.emulator and report.bucket == "tf-check-ok"
+    assert "emulator" in report.credentials
+    tf = _tf()
+    assert tf.io.gfile.glob("gs://tf-check-ok/mlm/*") == []  # the probe object was removed
+
+
+def test_check_bucket_missing_and_not_writable(local_gcs):
+    with pytest.raises(gcsmod.BucketNotFoundError, match="does not exist"):
+        gcsmod.check_bucket("gs://tf-check-missing", runtime=CPU)
+    local_gcs.create_bucket("tf-check-readonly", read_only=True)
+    with pytest.raises(gcsmod.BucketNotWritableError, match="objectAdmin"):
+        gcsmod.check_bucket("gs://tf-check-readonly/data", runtime=CPU)
+    assert not gcsmod.check_bucket("gs://tf-check-readonly/data", write=False, runtime=CPU).writable
+
+
+def test_check_bucket_local_folder(tmp_path):
+    report = gcsmod.check_bucket(tmp_path / "shards", runtime=CPU)
+    assert report.bucket is None and (tmp_path / "shards").is_dir()
+
+
+def test_tpu_node_needs_gs_and_cannot_use_the_emulator(local_gcs, tmp_path):
+    with pytest.raises(gcsmod.NeedsGCSPathError, match="TPU Node"):
+        gcsmod.require_gcs_path(str(tmp_path), NODE)
+    with pytest.raises(gcsmod.NeedsGCSPathError):
+        gcsmod.check_bucket(str(tmp_path), runtime=NODE)
+    with pytest.raises(gcsmod.EmulatorOnTPUNodeError, match="127.0.0.1"):
+        gcsmod.require_gcs_path("gs://tf-check-ok/x", NODE)
+    assert gcsmod.require_gcs_path(str(tmp_path), CPU) == str(tmp_path)
+
+
+def test_find_credentials_follows_tensorflows_order(tmp_path):
+    home = tmp_path / "home"
+    no_gce = {"NO_GCE_CHECK": "true"}
+    with pytest.raises(gcsmod.NoCredentialsError, match="gcloud auth application-default login"):
+        gcsmod.find_credentials(no_gce, home=home, runtime=CPU)
+    with pytest.raises(gcsmod.NoCredentialsError, match="authenticate_user"):
+        gcsmod.find_credentials(no_gce, home=home, runtime=Runtime("cpu", "colab"))
+    with pytest.raises(gcsmod.NoCredentialsError, match="no such file"):
+        gcsmod.find_credentials({**no_gce, "GOOGLE_APPLICATION_CREDENTIALS": str(tmp_path / "nope.json")},
+                                home=home, runtime=CPU)
+    adc = home / ".config" / "gcloud" / "application_default_credentials.json"
+    adc.parent.mkdir(parents=True)
+    adc.write_text("{}")
+    assert "application-default" in gcsmod.find_credentials(no_gce, home=home, runtime=CPU)
+    key = tmp_path / "sa.json"
+    key.write_text("{}")
+    assert str(key) in gcsmod.find_credentials({**no_gce, "GOOGLE_APPLICATION_CREDENTIALS": str(key)}, home=home,
+                                               runtime=CPU)
+    assert "GOOGLE_AUTH_TOKEN_FOR_TESTING" in gcsmod.find_credentials({"GOOGLE_AUTH_TOKEN_FOR_TESTING": "t"},
+                                                                     home=home, runtime=CPU)
+
+
+def test_gcs_paths():
+    assert gcsmod.split_gcs_path("gs://b/a/c/") == ("b", "a/c")
+    assert gcsmod.split_gcs_path("gs://b") == ("b", "")
+    with pytest.raises(ValueError):
+        gcsmod.split_gcs_path("/local/path")
+    assert gcsmod.join("gs://b/x", "y", "z.tfrecord") == "gs://b/x/y/z.tfrecord"
+
+
+def test_checkpoints_to_gs(local_gcs):
+    tf = _tf()
+    bucket = local_gcs.create_bucket("tf-emulator-ckpt")
+    v = tf.Variable(tf.range(4.0))
+    manager = tf.train.CheckpointManager(tf.train.Checkpoint(v=v), f"{bucket}/run/ckpt", max_to_keep=1)
+    for _ in range(2):
+        v.assign_add(tf.ones(4))
+        manager.save()
+    assert tf.train.latest_checkpoint(f"{bucket}/run/ckpt") == f"{bucket}/run/ckpt/ckpt-2"
+    assert not tf.io.gfile.glob(f"{bucket}/run/ckpt/ckpt-1*")  # max_to_keep deleted the old one
+    v.assign(tf.zeros(4))
+    tf.train.Checkpoint(v=v).restore(manager.latest_checkpoint).assert_consumed()
+    assert v.numpy().tolist() == [2.0, 3.0, 4.0, 5.0]
+
+
+def test_stop_restores_the_environment_and_start_again(local_gcs):
+    before_proxy = local_gcs.proxy_port
+    server, proxy = local_gcs._server, local_gcs._proxy
+    local_gcs.stop()
+    local_gcs.stop()  # twice is harmless
+    assert server.poll() is not None and proxy.poll() is not None
+    assert os.environ.get("https_proxy") != f"http://127.0.0.1:{before_proxy}"
+    assert "TPU_COURSE_LOCAL_GCS" not in os.environ and gcs_emulator.active() is None
+    local_gcs.start()  # the fixture's teardown stops it again
+    assert local_gcs.running and gcs_emulator.active() is local_gcs

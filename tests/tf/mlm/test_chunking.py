@@ -1,0 +1,108 @@
+"""Chunking into fixed blocks, shard names, TFRecord framing and the manifest: no framework needed."""
+from __future__ import annotations
+
+import json
+import struct
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from tpu_helpers.mlm.corpus import ManifestError, ShardVerificationError
+from tpu_helpers.mlm.shards import Manifest, ShardInfo, count_tfrecords, records_in_name, shard_name
+from tpu_helpers.mlm.tokenizer import BlockChunker, ChunkStats, chunk_token_lists
+
+
+def _docs(rng: np.random.Generator, n: int, max_len: int = 400) -> list[list[int]]:
+    return [rng.integers(5, 1000, size=int(rng.integers(1, max_len))).tolist() for _ in range(n)]
+
+
+def test_blocks_are_the_concatenation_cut_into_fixed_lengths():
+    docs = _docs(np.random.default_rng(0), 200)
+    blocks, stats = chunk_token_lists(docs, 128)
+    flat = np.concatenate([np.asarray(d) for d in docs])
+    assert blocks.shape == (len(flat) // 128, 128) and blocks.dtype == np.int32
+    assert np.array_equal(blocks.reshape(-1), flat[: blocks.size])
+    assert stats.documents == 200 and stats.tokens == len(flat)
+    assert stats.tokens == stats.blocks * 128 + stats.dropped_tokens
+    assert stats.dropped_tokens == len(flat) % 128
+
+
+def test_remainder_is_carried_across_batches_not_dropped_per_batch():
+    docs = _docs(np.random.default_rng(1), 300)
+    whole, whole_stats = chunk_token_lists(docs, 128)
+    chunker = BlockChunker(128)
+    parts = [chunker.add(docs[i: i + 7]) for i in range(0, len(docs), 7)]  # 43 small batches
+    stats = chunker.finish()
+    assert np.array_equal(np.concatenate(parts), whole)
+    assert stats.dropped_tokens == whole_stats.dropped_tokens < 128
+    # The seed's per-batch grouping would drop each batch's remainder: far more than one block's worth.
+    per_batch_drop = sum(sum(len(d) for d in docs[i: i + 7]) % 128 for i in range(0, len(docs), 7))
+    assert per_batch_drop > 128 > stats.dropped_tokens
+
+
+def test_exact_multiple_long_documents_and_empty_input():
+    blocks, stats = chunk_token_lists([list(range(5, 5 + 3 * 64))], 64)
+    assert blocks.shape == (3, 64) and stats.dropped_tokens == 0
+    assert blocks[2, -1] == 5 + 3 * 64 - 1
+    blocks, stats = chunk_token_lists([], 128)
+    assert blocks.shape == (0, 128) and stats.tokens == stats.blocks == stats.dropped_tokens == 0
+    blocks, stats = chunk_token_lists([[1, 2, 3]], 128)
+    assert blocks.shape == (0, 128) and stats.dropped_tokens == 3
+
+
+def test_chunker_checks_its_totals_and_refuses_reuse():
+    chunker = BlockChunker(4)
+    chunker.add([[1, 2, 3, 4, 5]])
+    assert chunker.finish().dropped_tokens == 1
+    with pytest.raises(RuntimeError):
+        chunker.add([[1]])
+    with pytest.raises(AssertionError, match="do not add up"):
+        ChunkStats(block_size=4, tokens=9, blocks=2, dropped_tokens=0).check()
+    with pytest.raises(ValueError):
+        BlockChunker(0)
+
+
+def test_shard_names_carry_the_record_count():
+    name = shard_name("train", 3, 1000)
+    assert name == "train-00003-1000.tfrecord"
+    assert records_in_name(f"gs://bucket/mlm/train/{name}") == 1000
+    assert records_in_name("dataset-0-512.tfrecord") is None  # the seed's names have no 5-digit index
+    assert records_in_name("notes.txt") is None
+    with pytest.raises(ValueError):
+        shard_name("a/b", 0, 1)
+
+
+def _frame(payload: bytes) -> bytes:  # TFRecord framing (CRCs are not checked by count_tfrecords)
+    return struct.pack("<Q", len(payload)) + b"\0" * 4 + payload + b"\0" * 4
+
+
+def test_count_tfrecords_detects_truncation():
+    data = b"".join(_frame(b"x" * n) for n in (10, 0, 300))
+    assert count_tfrecords(data) == 3
+    assert count_tfrecords(b"") == 0
+    assert count_tfrecords(data[:26]) == 1  # a whole first record (8 + 4 + 10 + 4 bytes)
+    for cut in (1, 11, 17, len(data) - 1):  # inside a header, inside a payload, the last CRC
+        with pytest.raises(ShardVerificationError, match="truncated"):
+            count_tfrecords(data[:cut])
+
+
+def test_manifest_round_trip():
+    m = Manifest(block_size=128, records_per_shard=2, prefix="train",
+                 shards=[ShardInfo("train-00000-2.tfrecord", 2, 100, "ab"), ShardInfo("train-00001-1.tfrecord", 1, 50, "cd")],
+                 complete=True, metadata={"corpus": "x"})
+    d = json.loads(m.to_json())
+    assert d["total_records"] == 3 and d["total_tokens"] == 3 * 128
+    assert Manifest.from_json(m.to_json()) == m
+    with pytest.raises(ManifestError):
+        Manifest.from_json(json.dumps({**d, "format": "something-else"}))
+
+
+def test_importing_the_mlm_package_loads_no_framework(tmp_path):
+    code = ("import sys, tpu_helpers.mlm.corpus, tpu_helpers.mlm.tokenizer, tpu_helpers.mlm.shards, tpu_helpers.mlm.pipeline, tpu_helpers.mlm.baselines, tpu_helpers.mlm.training, tpu_helpers.mlm.gcs, tpu_helpers._infra.gcs_emulator; "
+            "print(sorted(m for m in ('tensorflow', 'torch', 'transformers', 'datasets') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                         env={"PATH": "/usr/bin:/bin"})  # the installed tpu_helpers, from an empty folder
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"

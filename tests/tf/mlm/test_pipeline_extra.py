@@ -1,0 +1,139 @@
+"""The comparison pipelines and the masked-accuracy metric of tpu_helpers.mlm (notebook 04, benchmark
+mlm_pipeline): the per-record pipeline of the seed's script, side-by-side measurement, and accuracy over the
+labelled positions only. Runs in the TensorFlow test process; times nothing it asserts on."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tpu_helpers.mlm.baselines import compare_pipelines, per_record_baseline
+from tpu_helpers.mlm.corpus import filter_lines, load_corpus
+from tpu_helpers.mlm.pipeline import MaskingSpec, make_mlm_dataset
+from tpu_helpers.mlm.shards import write_shards
+from tpu_helpers.mlm.tokenizer import roberta_config, train_unigram_tokenizer
+from tpu_helpers.mlm.training import fill_mask_pipeline, masked_accuracy, masked_accuracy_metric, step_log_callback
+
+BLOCK = 128
+SPEC = MaskingSpec(mask_token_id=4, vocab_size=500, special_ids=(0, 1, 2, 3, 4), pad_token_id=1)
+
+
+@pytest.fixture(scope="module")
+def shards(tf, tmp_path_factory):
+    rng = np.random.default_rng(9)
+    blocks = rng.integers(5, SPEC.vocab_size, size=(300, BLOCK)).astype(np.int32)
+    blocks[:, 0], blocks[:, -1] = 0, 2
+    out = tmp_path_factory.mktemp("extra") / "train"
+    write_shards(blocks, out, records_per_shard=128, progress=False)
+    return str(out), blocks
+
+
+def test_per_record_baseline_matches_the_course_pipeline_contract(tf, shards):
+    out, blocks = shards
+    ds = per_record_baseline(out, SPEC, batch_size=32)
+    ours = make_mlm_dataset(out, SPEC, batch_size=32)
+    assert ds.element_spec == ours.element_spec  # same dict of [32, 128] int32 tensors
+    assert int(ds.cardinality()) == 300 // 32 == int(ours.cardinality())
+    originals = {tuple(r) for r in blocks.tolist()}
+    selected = non_special = 0
+    for b in ds.as_numpy_iterator():
+        restored = np.where(b["labels"] != -100, b["labels"], b["input_ids"])
+        assert all(tuple(r) in originals for r in restored.tolist())
+        special = np.isin(restored, SPEC.special_ids)
+        assert not (special & (b["labels"] != -100)).any()
+        selected += int((b["labels"] != -100).sum())
+        non_special += int((~special).sum())
+    assert abs(selected / non_special - 0.15) < 0.02
+    assert sum(1 for _ in per_record_baseline(out, SPEC, batch_size=32, repeat=True).take(20)) == 20
+
+
+def test_per_record_baseline_is_pure_but_parses_one_record_per_call(tf, shards):
+    purity = pytest.importorskip("tpu_helpers.tpu_tf.purity")
+    out, _ = shards
+    per_record = purity.inspect_pipeline(per_record_baseline(out, SPEC, batch_size=32))
+    batched = purity.inspect_pipeline(make_mlm_dataset(out, SPEC, batch_size=32))
+    assert per_record.is_pure and batched.is_pure
+    assert per_record.op_counts["ParseExampleV2"] == 1 and batched.op_counts["ParseExampleV2"] == 1
+    # where the parse sits: before the batch (per record) or after it (per batch)
+    assert per_record.op_counts["BatchDatasetV2"] == batched.op_counts["BatchDatasetV2"] == 1
+
+
+def test_compare_pipelines_measures_every_candidate_each_round(tf, shards):
+    out, _ = shards
+    result = compare_pipelines({
+        "per record": lambda: per_record_baseline(out, SPEC, batch_size=16, repeat=True),
+        "batched": lambda: make_mlm_dataset(out, SPEC, batch_size=16, repeat=True),
+    }, rounds=2, seconds=0.05, warmup=1)
+    assert set(result.values) == {"per record", "batched"} and all(len(v) == 2 for v in result.values.values())
+    assert "batch 16" in result.title and all(x > 0 for v in result.values.values() for x in v)
+    assert result.baseline == min(result.medians, key=result.medians.get)  # the slowest
+    assert "per record" in result.table() and "x vs per record" in result.table("per record")
+
+
+def test_masked_accuracy_ignores_minus_100(tf):
+    rng = np.random.default_rng(0)
+    logits = rng.normal(size=(4, BLOCK, 50)).astype(np.float32)
+    labels = rng.integers(0, 50, size=(4, BLOCK))
+    labels[:, ::2] = logits.argmax(-1)[:, ::2]  # right on at least half
+    labels[rng.random((4, BLOCK)) > 0.15] = -100
+    keep = labels != -100
+    correct, counted = masked_accuracy(tf.constant(labels), tf.constant(logits))
+    assert int(counted) == keep.sum()
+    assert int(correct) == (logits.argmax(-1) == labels)[keep].sum()
+    compiled = tf.function(lambda y, x: masked_accuracy(y, x), jit_compile=True)
+    assert [int(v) for v in compiled(tf.constant(labels), tf.constant(logits))] == [int(correct), int(counted)]
+
+
+def test_masked_accuracy_metric_pools_batches_and_differs_from_plain_accuracy(tf):
+    import tf_keras as keras
+
+    metric = masked_accuracy_metric()
+    plain = keras.metrics.SparseCategoricalAccuracy()
+    rng = np.random.default_rng(1)
+    hits = total = 0
+    for labelled in (0.15, 0.5):
+        logits = rng.normal(size=(2, BLOCK, 30)).astype(np.float32)
+        labels = np.where(rng.random((2, BLOCK)) < 0.7, logits.argmax(-1), rng.integers(0, 30, (2, BLOCK)))
+        labels[rng.random((2, BLOCK)) >= labelled] = -100
+        keep = labels != -100
+        hits += int((logits.argmax(-1) == labels)[keep].sum())
+        total += int(keep.sum())
+        metric.update_state(tf.constant(labels), tf.constant(logits))
+        plain.update_state(tf.constant(labels), tf.constant(logits))
+    assert metric.name == "masked_accuracy"
+    assert abs(float(metric.result()) - hits / total) < 1e-6  # pooled over positions, not a mean of batch means
+    assert float(plain.result()) < 0.5 * float(metric.result())  # the -100 positions count as wrong there
+    metric.reset_state()
+    assert float(metric.result()) == 0.0
+
+
+def test_step_log_callback_counts_steps_across_fit_calls(tf):
+    import tf_keras as keras
+
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.layers.Dense(1)])
+    model.compile(keras.optimizers.SGD(0.1), "mse")
+    x, y = np.ones((12, 3), np.float32), np.zeros((12, 1), np.float32)
+    log = step_log_callback(tokens_per_step=4 * BLOCK)
+    model.fit(x, y, batch_size=4, epochs=1, verbose=0, callbacks=[log])
+    model.fit(x, y, batch_size=4, epochs=3, initial_epoch=1, verbose=0, callbacks=[log])  # a resumed run
+    assert len(log.losses) == len(log.seconds) == 9 and log.first_steps == [0, 3]
+    assert [e["epoch"] for e in log.epochs] == [1, 2, 3] and all("loss" in e for e in log.epochs)
+    assert len(log.steady_seconds()) == 7
+    assert log.tokens_per_second() == pytest.approx(7 * 4 * BLOCK / sum(log.steady_seconds()))
+
+
+def test_fill_mask_pipeline_runs_in_a_tensorflow_process(tf, tmp_path):
+    import sys
+
+    from transformers import TFAutoModelForMaskedLM
+
+    corpus = filter_lines(load_corpus("offline", offline_max_chars=60_000, cache_dir=tmp_path, verbose=False))
+    tokenizer = train_unigram_tokenizer(corpus.dataset, 300)
+    config = roberta_config(tokenizer, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                               intermediate_size=32)
+    model = TFAutoModelForMaskedLM.from_config(config)
+    model(model.dummy_inputs, training=False)
+    fill = fill_mask_pipeline(model, tokenizer, top_k=3)
+    out = fill("The value of the <mask> is returned.")
+    assert len(out) == 3 and all(0 < p["score"] < 1 and "sequence" in p for p in out)
+    assert "torch_xla" not in sys.modules  # importing the pipelines did not pull in the other XLA

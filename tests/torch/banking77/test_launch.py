@@ -1,0 +1,227 @@
+"""The launch helper's branch choice and kernel checks, from faked runtimes, environments and modules.
+
+Framework-free: no torch, torch_xla or accelerate is imported here (this module shares a pytest process with
+the notebooks and the TensorFlow-free unit tests). The in-process launch itself is tested on XLA:CPU in
+tests/torch/banking77/test_train.py. The last tests read accelerate's installed launchers.py as text to check
+that the conditions the helper mirrors are still the ones accelerate uses.
+"""
+import importlib.util
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+from tpu_helpers.banking77 import launch
+from tpu_helpers.banking77.launch import LaunchError, LaunchPlan, plan_launch
+from tpu_helpers.core.runtime import Runtime
+
+COLAB_TPU = Runtime("colab-tpu-vm", "colab", "v5litepod-1", "v5e", 1, 1)
+KAGGLE_TPU = Runtime("kaggle-tpu-vm", "kaggle", "v5litepod-8", "v5e", 8, 8)
+CLOUD_TPU = Runtime("cloud-tpu-vm", "local", "v3-8", "v3", 4, 8)
+NODE = Runtime("tpu-node", "local", "v3-8", "v3", 4, 8, "grpc://10.0.0.2:8470")
+GPU1 = Runtime("gpu", "local", gpus=1)
+GPU4 = Runtime("gpu", "local", gpus=4)
+CPU = Runtime("cpu", "local")
+
+
+class FakeColabShell:
+    def __str__(self):
+        return "<google.colab._shell.Shell object at 0x7f>"
+
+
+def test_colab_tpu_takes_notebook_launchers_tpu_branch():
+    plan = plan_launch(COLAB_TPU, env={"COLAB_RELEASE_TAG": "release"}, ipython=FakeColabShell())
+    assert (plan.kind, plan.launcher, plan.num_processes) == ("hosted-tpu", "accelerate.notebook_launcher", 1)
+    assert plan.env == {"PJRT_DEVICE": "TPU"} and plan.mixed_precision == "bf16"
+    assert plan.forks and not plan.in_process
+
+
+def test_kaggle_tpu_is_recognised_by_any_kaggle_variable():
+    plan = plan_launch(KAGGLE_TPU, env={"KAGGLE_KERNEL_RUN_TYPE": "Interactive"}, ipython=None)
+    assert (plan.kind, plan.num_processes) == ("hosted-tpu", 8)
+    assert launch.accelerate_sees_hosted_tpu({"KAGGLE_URL_BASE": "x"}) == (True, False)  # no PJRT_DEVICE yet
+    assert launch.accelerate_sees_hosted_tpu({"KAGGLE_URL_BASE": "x", "PJRT_DEVICE": "TPU"}) == (True, True)
+    assert launch.accelerate_sees_hosted_tpu({"KAGGLE_URL_BASE": "x", "TPU_NAME": "local"}) == (True, True)
+
+
+def test_colab_detected_without_the_ipython_shell_falls_back_to_torch_xla_launch():
+    # Our runtime says Colab (COLAB_RELEASE_TAG), but notebook_launcher looks at get_ipython(): a script run
+    # on Colab would miss its TPU branch, so the helper launches through torch_xla instead.
+    plan = plan_launch(COLAB_TPU, env={"COLAB_RELEASE_TAG": "release"}, ipython=None)
+    assert (plan.kind, plan.launcher) == ("tpu-vm", "torch_xla.launch")
+
+
+def test_plain_cloud_tpu_vm_uses_torch_xla_launch_without_faking_kaggle():
+    plan = plan_launch(CLOUD_TPU, env={"TPU_ACCELERATOR_TYPE": "v3-8"}, ipython=None)
+    assert (plan.kind, plan.launcher, plan.num_processes) == ("tpu-vm", "torch_xla.launch", 8)
+    assert plan.env == {"PJRT_DEVICE": "TPU"}  # no KAGGLE_TPU / TPU_NAME hack
+    assert plan.mixed_precision == "bf16" and plan.forks
+    with pytest.raises(LaunchError, match="one process per device"):
+        plan_launch(CLOUD_TPU, env={}, ipython=None, num_processes=4)
+
+
+def test_tpu_node_is_refused_with_the_fix():
+    with pytest.raises(LaunchError, match="TPU VM"):
+        plan_launch(NODE, env={}, ipython=None)
+
+
+def test_gpus():
+    many = plan_launch(GPU4, env={}, ipython=None)
+    assert (many.kind, many.num_processes, many.forks) == ("multi-gpu", 4, True)
+    assert many.env == {"USE_TORCH_XLA": "0"} and many.mixed_precision == "fp16"
+    two = plan_launch(GPU4, env={}, ipython=None, num_processes=2)
+    assert (two.kind, two.num_processes) == ("multi-gpu", 2)
+    one = plan_launch(GPU1, env={}, ipython=None)
+    assert (one.kind, one.num_processes, one.in_process) == ("gpu", 1, True)
+    with pytest.raises(LaunchError):
+        plan_launch(GPU1, env={}, ipython=None, num_processes=2)
+
+
+def test_cpu_is_one_xla_cpu_device_in_this_process():
+    plan = plan_launch(CPU, env={}, ipython=None)
+    assert (plan.kind, plan.launcher, plan.num_processes) == ("xla-cpu", "accelerate.notebook_launcher", 1)
+    assert plan.env == {"PJRT_DEVICE": "CPU", "CPU_NUM_DEVICES": "1"} and plan.in_process
+    assert plan.mixed_precision == "no"
+    # Kaggle/Colab CPU sessions too: no TPU, so no TPU branch
+    assert plan_launch(Runtime("cpu", "kaggle"), env={"KAGGLE_URL_BASE": "x"}, ipython=None).kind == "xla-cpu"
+    with pytest.raises(LaunchError, match="unsynchronised copies"):
+        plan_launch(CPU, env={}, ipython=None, num_processes=2)
+
+
+def test_a_detected_kaggle_tpu_runtime_plans_the_hosted_tpu_branch(tmp_path):
+    (tmp_path / "dev").mkdir()
+    (tmp_path / "dev" / "accel0").touch()
+    env = {"KAGGLE_KERNEL_RUN_TYPE": "Interactive", "TPU_ACCELERATOR_TYPE": "v3-8"}
+    rt = launch.detect_runtime(env, tmp_path)
+    assert plan_launch(rt, env=env, ipython=None).kind == "hosted-tpu"
+
+
+def test_describe_says_where_it_runs():
+    text = plan_launch(CPU, env={}, ipython=None).describe()
+    assert "xla-cpu" in text and "in this process" in text and "PJRT_DEVICE=CPU" in text
+    assert "forked" in plan_launch(CLOUD_TPU, env={}, ipython=None).describe()
+
+
+# ----------------------------------------------------------------------------------- kernel checks (faked)
+
+def fake_modules(*, xla_started=None, accelerator=False, partial=False, cuda=None):
+    mods = {}
+    if xla_started is not None:
+        xlac = types.SimpleNamespace(_xla_runtime_is_initialized=lambda: xla_started)
+        mods["torch_xla"] = types.SimpleNamespace(_XLAC=xlac)
+    if accelerator or partial:
+        state = types.SimpleNamespace(
+            AcceleratorState=types.SimpleNamespace(_shared_state={"x": 1} if accelerator else {}),
+            PartialState=types.SimpleNamespace(_shared_state={"x": 1} if partial else {}))
+        mods["accelerate.state"] = state
+    if cuda is not None:
+        mods["torch"] = types.SimpleNamespace(cuda=types.SimpleNamespace(is_initialized=lambda: cuda))
+    return mods
+
+
+def test_clean_kernel_has_no_problems():
+    for plan in (plan_launch(CPU, env={}, ipython=None), plan_launch(CLOUD_TPU, env={}, ipython=None)):
+        assert launch.kernel_problems(plan, {}) == []
+        assert launch.kernel_problems(plan, fake_modules(xla_started=False)) == []
+        launch.check_kernel(plan, {})
+
+
+def test_touched_xla_device_blocks_tpu_forks_but_not_one_cpu_process():
+    touched = fake_modules(xla_started=True)
+    tpu = plan_launch(CLOUD_TPU, env={}, ipython=None)
+    problems = launch.kernel_problems(tpu, touched)
+    assert len(problems) == 1 and "XLA device was already used" in problems[0]
+    with pytest.raises(LaunchError, match="Restart the kernel"):
+        launch.check_kernel(tpu, touched)
+    hosted = plan_launch(KAGGLE_TPU, env={"KAGGLE_URL_BASE": "x"}, ipython=None)
+    assert launch.kernel_problems(hosted, touched)
+    assert launch.kernel_problems(plan_launch(CPU, env={}, ipython=None), touched) == []
+
+
+def test_existing_accelerator_blocks_every_launch():
+    for mods in (fake_modules(accelerator=True), fake_modules(partial=True)):
+        for rt in (CPU, GPU1, CLOUD_TPU):
+            problems = launch.kernel_problems(plan_launch(rt, env={}, ipython=None), mods)
+            assert any("Accelerator" in p for p in problems), (rt.kind, problems)
+
+
+def test_initialised_cuda_blocks_a_multi_gpu_fork_only():
+    mods = fake_modules(cuda=True)
+    assert "CUDA" in launch.kernel_problems(plan_launch(GPU4, env={}, ipython=None), mods)[0]
+    assert launch.kernel_problems(plan_launch(GPU1, env={}, ipython=None), mods) == []
+
+
+def test_prepare_environment_sets_the_plan_and_catches_a_late_use_torch_xla():
+    env = {}
+    launch.prepare_environment(plan_launch(CPU, env={}, ipython=None), env, {})
+    assert env == {"PJRT_DEVICE": "CPU", "CPU_NUM_DEVICES": "1"}
+    gpu = plan_launch(GPU1, env={}, ipython=None)
+    env = {}
+    launch.prepare_environment(gpu, env, {})
+    assert env["USE_TORCH_XLA"] == "0"
+    too_late = {"accelerate": object(),
+                "accelerate.utils.imports": types.SimpleNamespace(_torch_xla_available=True)}
+    with pytest.raises(LaunchError, match="before importing accelerate"):
+        launch.prepare_environment(gpu, {}, too_late)
+
+
+def test_plan_is_a_value():
+    plan = LaunchPlan("xla-cpu", "accelerate.notebook_launcher", 1)
+    assert plan.in_process and plan.env == {} and plan.mixed_precision == "no"
+
+
+# ------------------------------------------------ accelerate's source still says what the helper relies on
+
+def accelerate_file(name: str) -> str:
+    spec = importlib.util.find_spec("accelerate")  # locates the package without importing it (no torch_xla)
+    if spec is None or not spec.submodule_search_locations:
+        pytest.skip("accelerate is not installed")
+    return (Path(list(spec.submodule_search_locations)[0]) / name).read_text()
+
+
+def test_notebook_launcher_tpu_branch_conditions_are_the_mirrored_ones():
+    loaded_before = "torch_xla" in sys.modules
+    src = accelerate_file("launchers.py")
+    assert 'key.startswith("KAGGLE") for key in os.environ.keys()' in src
+    assert '"google.colab" in str(sys.modules["IPython"].get_ipython())' in src
+    assert 'os.environ.get("TPU_NAME", None) is not None' in src
+    assert 'os.environ.get("PJRT_DEVICE", "") == "TPU"' in src
+    assert 'xmp.spawn(launcher, args=args, start_method="fork")' in src
+    assert ("torch_xla" in sys.modules) == loaded_before  # reading the source imported nothing
+
+
+def test_notebook_launchers_mixed_precision_never_reaches_the_accelerator():
+    # The argument only lands in patch_environment(..., mixed_precision=...), which upper-cases the key to
+    # MIXED_PRECISION, while AcceleratorState reads ACCELERATE_MIXED_PRECISION: pass it to Accelerator(...).
+    src = accelerate_file("launchers.py")
+    assert "mixed_precision=mixed_precision," in src and "ACCELERATE_MIXED_PRECISION" not in src
+    assert "key = key.upper()" in accelerate_file("utils/environment.py")
+    assert 'parse_choice_from_env("ACCELERATE_MIXED_PRECISION"' in accelerate_file("state.py")
+
+
+def test_reset_accelerate_state_forgets_every_accelerator():
+    calls = []
+
+    class State:
+        @staticmethod
+        def _reset_state(reset_partial_state=False):
+            calls.append(("accelerator", reset_partial_state))
+
+    class Gradient:
+        @staticmethod
+        def _reset_state():
+            calls.append(("gradient",))
+
+    fake = types.SimpleNamespace(AcceleratorState=State, GradientState=Gradient)
+    saved = sys.modules.get("accelerate.state")
+    sys.modules["accelerate.state"] = fake
+    try:
+        launch.reset_accelerate_state()
+    finally:
+        if saved is None:
+            del sys.modules["accelerate.state"]
+        else:
+            sys.modules["accelerate.state"] = saved
+    assert calls == [("accelerator", True), ("gradient",)]
+    launch.reset_accelerate_state()  # accelerate never imported: nothing to do

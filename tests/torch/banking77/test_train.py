@@ -1,0 +1,169 @@
+"""The training function and the in-process launch on PyTorch/XLA's CPU device, with a tiny BERT.
+
+One small bucketed training run (module fixture) is shared by the report tests; it goes through the real launcher
+(`tpu_helpers.banking77.launch.launch` -> `accelerate.notebook_launcher(num_processes=1)`), as notebook 05 does on a CPU.
+A second, short launch trains with the seed's fixed-length padding on pre-padded data.
+"""
+import os
+
+import pytest
+
+os.environ.setdefault("PJRT_DEVICE", "CPU")
+os.environ.setdefault("CPU_NUM_DEVICES", "1")
+torch = pytest.importorskip("torch")
+pytest.importorskip("torch_xla")
+pytest.importorskip("accelerate")
+
+from tpu_helpers.banking77 import dataset, launch  # noqa: E402
+from tpu_helpers.banking77.evaluation import weighted_f1  # noqa: E402
+from tpu_helpers.banking77.train import TrainConfig, TrainingError, TrainReport, training_function  # noqa: E402
+from tpu_helpers.core.runtime import Runtime  # noqa: E402
+from tpu_helpers.shared.boundaries import choose_boundaries  # noqa: E402
+
+CPU_PLAN = launch.plan_launch(Runtime("cpu", "local"), env={}, ipython=None)
+
+
+def reset_accelerate():
+    launch.reset_accelerate_state()
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    data = dataset.load_banking77("synthetic", n_train_per_label=2, n_test_per_label=1, seed=3)
+    tok = dataset.load_tokenizer("tiny", data.dataset["train"]["text"], vocab_size=400)
+    enc = dataset.tokenize(data.dataset, tok, 32, padding="none")
+    bounds = choose_boundaries([len(x) for x in enc["train"]["input_ids"]], 32)
+    return data, tok, enc, bounds
+
+
+@pytest.fixture(scope="module")
+def run(tiny, tmp_path_factory):
+    data, tok, enc, bounds = tiny
+    reset_accelerate()  # other test modules in this process may have left an Accelerator behind
+    model = dataset.make_model("tiny", data, vocab_size=len(tok), max_length=32, hidden_size=32)
+    path = tmp_path_factory.mktemp("report") / "report.json"
+    config = TrainConfig(epochs=2, batch_size=32, eval_batch_size=32, learning_rate=2e-3, progress=False,
+                         report_path=str(path), padding="buckets", boundaries=bounds, max_length=32)
+    report = launch.launch(training_function, (model, enc["train"], enc["test"], config, tok), CPU_PLAN)
+    return report, path
+
+
+def test_in_process_launch_returns_the_report_of_this_process(run):
+    report, path = run
+    assert isinstance(report, TrainReport)
+    assert report.pid == os.getpid()  # notebook_launcher(num_processes=1) ran it here
+    assert report.distributed_type == "XLA" and report.device.startswith("xla")
+    assert (report.num_processes, report.global_batch_size, report.steps_per_epoch) == (1, 32, 154 // 32)
+    assert report.padding == "buckets" and report.boundaries
+    again = TrainReport.load(path)  # the file a forked launch would leave behind
+    assert again == report and again.compilations == report.compilations
+
+
+def test_buckets_give_few_shapes_little_padding_and_compilations_only_in_epoch_one(run, tiny):
+    report, _ = run
+    _, _, enc, bounds = tiny
+    first, second = report.epochs
+    train_shapes, eval_shapes = report.shapes("train"), report.shapes("eval")
+    assert len(bounds) <= 3 and {int(s.split("x")[1]) for s in train_shapes + eval_shapes} <= set(bounds) | {32}
+    assert all(s.startswith("32x") for s in train_shapes + eval_shapes)  # the row count never changes
+    for e in report.epochs:  # fewer tokens than padding the same rows to 32, and more than their real tokens
+        assert e.train_tokens["real_tokens"] < e.train_tokens["computed_tokens"] < 32 * e.train_samples
+    assert 1.0 < report.tokens_per_real_token < 1.5
+    # one graph per shape plus AdamW's first step; the loss and the evaluation's cut add none
+    assert report.compilations == 1 + len(train_shapes) + len(eval_shapes)
+    assert report.compilations == first.train_xla["compilations"] + first.eval_xla["compilations"]
+    assert second.compilations_total == first.compilations_total
+    assert second.train_xla["compilations"] == 0 and second.eval_xla["compilations"] == 0
+    assert second.train_xla["cache_hits"] >= report.steps_per_epoch
+    for e in report.epochs:
+        assert e.train_xla["fallbacks"] == {}
+        assert e.train_xla["scalar_reads"] == 1  # the summed loss, once per epoch
+        assert e.train_samples == report.steps_per_epoch * 32 and e.samples_per_second > 0
+        assert e.train_tokens["computed_tokens"] == sum(
+            int(s.split("x")[0]) * int(s.split("x")[1]) * n for s, n in e.train_tokens["shapes"].items())
+
+
+def test_eval_covers_every_test_row_once_in_the_datasets_order_and_f1_is_sklearns(run, tiny):
+    report, _ = run
+    data = tiny[0]
+    n_test = len(data.dataset["test"])  # 77 rows: 3 batches of 32, the last topped up with 19 repeats
+    assert report.eval_samples == len(report.predictions) == len(report.references) == n_test
+    assert report.references == list(data.dataset["test"]["label"])  # back in dataset order, no repeats
+    from sklearn.metrics import f1_score
+
+    assert report.epochs[-1].f1 == pytest.approx(f1_score(report.references, report.predictions, average="weighted",
+                                                          zero_division=0), abs=1e-12)
+    for e in report.epochs:
+        assert 0.0 <= e.f1 <= 1.0 and e.loss == e.loss  # not NaN
+
+
+def test_gather_for_metrics_keeps_the_repeats_of_a_small_set_on_xla_so_the_loop_counts_rows(tiny):
+    """One of the two ways gather_for_metrics goes wrong on XLA: on a test set this small the MpDeviceLoader's
+    thread has finished (and cleared the end-of-data flag) before the loop gathers the last batch, so its repeats
+    survive. (On a large set it cuts real rows instead: tests/torch/banking77/test_evaluation.py.) evaluate_predictions
+    gathers with accelerator.gather and cuts the last batch itself."""
+    from accelerate import Accelerator
+    from torch.utils.data import DataLoader
+
+    from tpu_helpers.banking77.buckets import BucketBatchSampler, BucketCollator, BucketedDataset
+    from tpu_helpers.banking77.evaluation import evaluate_predictions
+
+    data, tok, enc, bounds = tiny
+    reset_accelerate()
+    try:
+        acc = Accelerator()
+        lengths = [len(x) for x in enc["test"]["input_ids"]]
+        sampler = BucketBatchSampler(lengths, 32, tuple(sorted(set(bounds) | {32})), shuffle=False)
+        dl = acc.prepare(DataLoader(BucketedDataset(enc["test"]), batch_sampler=sampler,
+                                    collate_fn=BucketCollator(tok)))
+        rows = sum(len(acc.gather_for_metrics(batch["labels"])) for batch in dl)
+        assert rows == 96 > 77  # 3 x 32: the 19 repeats of the last batch are still there
+        model = acc.prepare(dataset.make_model("tiny", data, vocab_size=len(tok), max_length=32, hidden_size=32))
+        preds, refs = evaluate_predictions(acc, model, dl, len(enc["test"]))
+        order = [int(i) for b in sampler.plan(0) for i in b.indices[:b.real_rows]]
+        assert len(preds) == 77 and refs.tolist() == [int(enc["test"][i]["labels"]) for i in order]
+    finally:
+        reset_accelerate()
+
+
+def test_a_second_in_process_launch_works_with_fixed_length_padding_and_an_outside_accelerator_is_refused(tiny):
+    data, tok, _, _ = tiny
+    padded = dataset.tokenize(data.dataset, tok, 16)  # the seed's way: every query padded to 16 tokens
+    assert launch.kernel_problems(CPU_PLAN) == []  # the first launch left no Accelerator behind
+    from accelerate import Accelerator
+
+    Accelerator()
+    try:
+        with pytest.raises(launch.LaunchError, match="Accelerator"):
+            launch.launch(training_function, (None, padded["train"], padded["test"], TrainConfig()), CPU_PLAN)
+    finally:
+        reset_accelerate()
+    model = dataset.make_model("tiny", data, vocab_size=len(tok), max_length=16, hidden_size=32)
+    again = launch.launch(training_function, (model, padded["train"], padded["test"],
+                                              TrainConfig(epochs=1, progress=False, eval_batch_size=32)), CPU_PLAN)
+    assert again.pid == os.getpid() and len(again.epochs) == 1 and again.padding == "max_length"
+    assert again.shapes("train") == ["32x16"] and again.shapes("eval") == ["13x16", "32x16"]
+    assert len(again.predictions) == 77 and again.references == list(data.dataset["test"]["label"])
+    assert again.tokens_per_real_token > 1.0
+
+
+def test_bad_padding_settings_are_clear_errors(tiny):
+    _, tok, enc, _ = tiny
+    with pytest.raises(TrainingError, match="choose one of buckets, max_length"):
+        training_function(None, enc["train"], enc["test"], TrainConfig(padding="longest"))
+    with pytest.raises(TrainingError, match="needs the tokenizer"):
+        from tpu_helpers.banking77.train import make_loaders
+        make_loaders(enc["train"], enc["test"], TrainConfig(padding="buckets"), None)
+
+
+def test_too_small_training_set_is_a_clear_error(tiny):
+    _, _, enc, _ = tiny
+    with pytest.raises(TrainingError, match="smaller than one batch"):
+        training_function(None, enc["test"].select(range(10)), enc["test"], TrainConfig(batch_size=32))
+
+
+def test_weighted_f1_is_sklearns_and_refuses_unequal_lengths():
+    assert weighted_f1([0, 1, 2, 2], [0, 1, 1, 2]) == pytest.approx(0.75)  # by hand: (1·1 + 2/3·2 + 2/3·1) / 4
+    assert weighted_f1([], []) == 0.0
+    with pytest.raises(TrainingError):
+        weighted_f1([1, 2], [1])

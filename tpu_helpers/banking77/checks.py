@@ -1,0 +1,228 @@
+"""Self-checks for notebook 05's exercises (BANKING77 with Accelerate, length buckets). The bucket boundaries
+themselves are notebook 01's exercise 3 (`tpu_helpers.xla_tf.checks.check_bucket_boundaries`).
+
+* `check_collate`: ``make_collate(tokenizer)`` must give a collate function that pads every batch to the length
+  the bucket sampler chose: the batches are made from the notebook's data, checked value by value, and run
+  through a small BERT on the XLA device, where the compilations are counted.
+* `check_gather_step`: ``gather_step(accelerator, preds, labels, seen, n_rows)`` must bring one batch's
+  predictions from every replica to the host and keep only rows that are still due, so the evaluation returns
+  exactly one prediction per test row, without compiling a new graph. (The reference uses ``accelerator.gather``:
+  on XLA ``gather_for_metrics`` cuts rows by a flag that the loader's prefetch thread sets early; see
+  `tpu_helpers.banking77.train.evaluate_predictions`.)
+
+The checks run the learner's code and test what it does (values, shapes, counts from XLA), never its text.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from tpu_helpers.core.exercises import (
+    CheckResult,
+    answer_for,
+    call_answer,
+    run_check,
+    short,
+)
+
+__all__ = ["check_collate", "check_gather_step"]
+
+answer = answer_for(__package__)  # the notebook's answers, or this package's solutions.py when solutions are on
+
+# --------------------------------------------------------------------------------------------- collate
+def _tiny_bert(vocab_size: int, max_positions: int, hidden: int = 32):
+    import torch
+    from transformers import BertConfig, BertForSequenceClassification
+
+    torch.manual_seed(0)
+    cfg = BertConfig(vocab_size=vocab_size, hidden_size=hidden, num_hidden_layers=1, num_attention_heads=2,
+                     intermediate_size=2 * hidden, max_position_embeddings=max(64, max_positions), num_labels=77,
+                     attn_implementation="eager")
+    return BertForSequenceClassification(cfg).eval()
+
+
+def check_collate(make_collate: Callable, dataset: Any, tokenizer: Any, boundaries: Sequence[int], *,
+                  batch_size: int = 16, steps: int = 12, on_xla: bool = True) -> CheckResult:
+    """``make_collate(tokenizer)`` returns ``collate(items)``; ``items`` are ``(row, padded_length)`` pairs from
+    `tpu_helpers.banking77.buckets.BucketedDataset`. Every batch must be a dict of tensors ``input_ids``,
+    ``attention_mask`` (+ ``token_type_ids``) and ``labels``, of shape (rows, padded_length) with the row's
+    tokens first and padding after; run through a small BERT on XLA, the batches compile at most one graph per
+    bucket. ``on_xla=False`` runs the BERT on the CPU instead (where the notebook must not touch the XLA device
+    before a launch that forks processes, as on a TPU) and counts the distinct shapes."""
+    from tpu_helpers.banking77.buckets import BucketBatchSampler, BucketedDataset
+
+    lengths = [len(x) for x in dataset["input_ids"]]
+    sampler = BucketBatchSampler(lengths, batch_size, boundaries, seed=11)
+    plan = sampler.plan(0)
+    # one batch of every bucket first, then the rest of the epoch
+    firsts = {b.padded_length: b for b in plan}
+    chosen = {id(b) for b in firsts.values()}
+    order = list(firsts.values()) + [b for b in plan if id(b) not in chosen]
+    wrapped = BucketedDataset(dataset)
+    batches = [[(int(i), b.padded_length) for i in b.indices] for b in order[:steps]]
+
+    def body() -> str:
+        import torch
+
+        from tpu_helpers.xla_torch.counters import XlaCounters
+
+        collate = call_answer(make_collate, tokenizer, what="make_collate(tokenizer)")
+        outs = []
+        for keys in batches:
+            items = wrapped.__getitems__(keys)
+            out = call_answer(collate, items, what="collate(items)")
+            assert isinstance(out, dict) or hasattr(out, "keys"), (
+                f"collate returned {type(out).__name__}: return a dict of tensors (input_ids, attention_mask, ...)")
+            missing = [k for k in ("input_ids", "attention_mask", "labels") if k not in out]
+            assert not missing, (f"your batch has no {', '.join(missing)}: keep every column of the rows "
+                                 "(labels too, the model computes the loss from them)")
+            bad = [k for k in out if not isinstance(out[k], torch.Tensor)]
+            assert not bad, (f"{', '.join(bad)} in your batch is not a tensor: ask for tensors "
+                             "(return_tensors='pt')")
+            want = keys[0][1]
+            shape = tuple(out["input_ids"].shape)
+            if shape != (len(keys), want):
+                longest = max(len(row["input_ids"]) for row, _ in items)
+                if shape[1:] == (longest,):
+                    raise AssertionError(
+                        f"a batch the sampler put in the {want}-token bucket came out {shape[1]} tokens wide, its "
+                        "longest query: that is padding='longest', one new shape (one new graph) for almost every "
+                        "batch. Pad to the length that comes with the rows: padding='max_length', "
+                        "max_length=<that length>.")
+                raise AssertionError(f"a batch of {len(keys)} rows for the {want}-token bucket has input_ids of "
+                                     f"shape {shape}; it must be ({len(keys)}, {want})")
+            for (row, _), ids, mask in zip(items, out["input_ids"], out["attention_mask"]):
+                n = len(row["input_ids"])
+                assert ids[:n].tolist() == list(row["input_ids"]) and int(mask.sum()) == n and \
+                    bool(mask[:n].all()), ("the rows' tokens must come first, unchanged, with attention_mask 1 on "
+                                           "them and 0 on the padding (right padding)")
+            assert out["labels"].tolist() == [int(row["labels"]) for row, _ in items], \
+                "the labels in your batch are not the rows' labels, in the rows' order"
+            outs.append({k: v for k, v in out.items()})
+        widths = sorted({int(o["input_ids"].shape[1]) for o in outs})
+        model = _tiny_bert(len(tokenizer), max(boundaries))
+        if not on_xla:
+            with torch.no_grad():
+                for out in outs:
+                    model(**out)
+            return (f"{len(outs)} batches padded to the sampler's lengths {widths}, tokens and labels intact: "
+                    f"{len(widths)} shapes for {len(firsts)} buckets (the BERT ran on the CPU, to leave the XLA "
+                    "device to the training launch)")
+        import torch_xla
+
+        model = model.to(torch_xla.device())
+        torch_xla.sync()
+        logits = []
+        with XlaCounters() as c:
+            for out in outs:
+                with torch.no_grad():
+                    logits.append(model(**{k: v.to(torch_xla.device()) for k, v in out.items()}).logits)
+                torch_xla.sync()  # the logits are kept, so the step's graph really runs
+        assert c.compilations <= len(firsts), (
+            f"{len(outs)} batches compiled {c.compilations} graphs for {len(firsts)} buckets: some batches of one "
+            "bucket came out with different shapes")
+        return (f"{len(outs)} batches padded to the sampler's lengths {widths}, tokens and labels intact; a BERT on "
+                f"XLA compiled {c.compilations} graph(s) for them, one per bucket, and found the rest in the cache "
+                f"({c.cache_hits} hits)")
+
+    return run_check(body)
+
+
+# --------------------------------------------------------------------------------------------- gather
+def _reference_step(accelerator, preds, labels, seen, n_rows):
+    """The check's own gather step (the reference answer's), run first to compile the model's graphs."""
+    preds, labels = accelerator.gather((preds, labels))
+    keep = max(0, min(len(preds), n_rows - seen))
+    return preds.cpu()[:keep].tolist(), labels.cpu()[:keep].tolist()
+
+
+def check_gather_step(gather_step: Callable, dataset: Any, tokenizer: Any, boundaries: Sequence[int], *,
+                      batch_size: int = 32) -> CheckResult:
+    """An evaluation loop with ``gather_step(accelerator, preds, labels, seen, n_rows)`` on the XLA device, over
+    ``dataset`` in buckets (its last batch topped up with repeated rows to keep the shape): it must return host
+    lists, and over the loop exactly ``n_rows`` predictions and labels, the labels equal to the dataset's, with no
+    new graph compiled for the gather (the same loop with the reference step ran first to compile the graphs)."""
+    from tpu_helpers.banking77.buckets import (
+        BucketBatchSampler,
+        BucketCollator,
+        BucketedDataset,
+    )
+    from tpu_helpers.banking77.launch import reset_accelerate_state
+
+    lengths = [len(x) for x in dataset["input_ids"]]
+    n_rows = len(dataset)
+
+    def body() -> str:
+        import gc
+
+        import torch
+        from accelerate import Accelerator
+        from torch.utils.data import DataLoader
+
+        from tpu_helpers.xla_torch.counters import XlaCounters
+
+        def run_loop(step, accelerator, model, loader):
+            preds: list = []
+            labels: list = []
+            seen = 0
+            for batch in loader:
+                gc.collect()  # the same live tensors at every sync, in both loops: the same graphs
+                with torch.no_grad():
+                    logits = model(**batch).logits
+                got = call_answer(step, accelerator, logits.argmax(dim=-1), batch["labels"], seen, n_rows,
+                                  what="gather_step(accelerator, preds, labels, seen, n_rows)")
+                assert isinstance(got, (tuple, list)) and len(got) == 2, (
+                    f"gather_step returned {short(got)}: return two lists, (predictions, labels)")
+                p, r = got
+                assert not isinstance(p, torch.Tensor) or p.device.type == "cpu", (
+                    "gather_step returned tensors still on the XLA device: bring them to the host (.cpu()) and "
+                    "return lists, so the loop can keep them without holding device memory")
+                p, r = list(np.asarray(p).reshape(-1)), list(np.asarray(r).reshape(-1))
+                assert len(p) == len(r), f"a batch gave {len(p)} predictions but {len(r)} labels"
+                preds += p
+                labels += r
+                seen += len(p)
+                del logits, got
+            gc.collect()
+            return preds, labels
+
+        sampler = BucketBatchSampler(lengths, batch_size, boundaries, shuffle=False)
+        order = [int(i) for b in sampler.plan(0) for i in b.indices[:b.real_rows]]
+        repeats = sampler.global_batch_size * len(sampler.plan(0)) - n_rows
+        reset_accelerate_state()
+        try:
+            accelerator = Accelerator()
+            loader = DataLoader(BucketedDataset(dataset), batch_sampler=sampler, collate_fn=BucketCollator(tokenizer))
+            model, loader = accelerator.prepare(_tiny_bert(len(tokenizer), max(boundaries)), loader)
+            ref_p, _ = run_loop(_reference_step, accelerator, model, loader)  # compiles the model's graphs
+            with XlaCounters() as c:
+                preds, labels = run_loop(gather_step, accelerator, model, loader)
+        finally:
+            reset_accelerate_state()
+        extra = len(preds) - n_rows
+        if extra > 0:
+            raise AssertionError(
+                f"the loop got {len(preds)} predictions for {n_rows} test rows: the sampler topped up the last batch "
+                f"with {repeats} repeated rows to keep its shape, and they are still in. Keep only the rows still "
+                "due: min(len(batch), n_rows - seen). (On XLA, gather_for_metrics cannot be trusted to drop them: it "
+                "reads the loader's end-of-data flag, which the MpDeviceLoader's background thread sets ahead of "
+                "the loop. Here it kept the repeats; on a larger test set it cuts real rows instead.)")
+        assert extra == 0, (f"the loop got {len(preds)} predictions for {n_rows} test rows: {-extra} are missing. "
+                            "Keep every row of the full batches; cut only the rows beyond n_rows. Use "
+                            "accelerator.gather: on XLA, gather_for_metrics cuts every batch that the loader's "
+                            "background thread had queued when it reached the end, real rows included.")
+        want = [int(dataset[i]["labels"]) for i in order]
+        assert [int(x) for x in labels] == want, (
+            "the labels you returned are not the test rows' labels in the loader's order: keep the gathered rows "
+            "in order and cut from the end")
+        assert [int(x) for x in preds] == [int(x) for x in ref_p], "your predictions differ from the model's argmax"
+        assert c.compilations == 0, (
+            f"your gather step compiled {c.compilations} new graph(s) that the reference loop did not need: "
+            "slicing or concatenating on the XLA device adds ops to the graph (a new graph for the cut batch). "
+            "Copy the gathered tensors to the host first (.cpu()), then cut them there.")
+        return (f"{len(preds)} predictions for {n_rows} test rows ({repeats} repeated rows of the topped-up last "
+                f"batch dropped), labels in the loader's order, and no new graph compiled "
+                f"({c.cache_hits} cache hits)")
+
+    return run_check(body)

@@ -1,0 +1,367 @@
+"""BANKING77 for notebook 05: the data (Hub, a CSV folder, or a synthetic stand-in), a tokenizer and a model.
+
+    data = load_banking77("synthetic", n_train_per_label=8, n_test_per_label=3)   # offline, labelled synthetic
+    data = load_banking77("hub")                       # PolyAI/banking77 from the Hub (script-free parquet export)
+    data = load_banking77("csv", csv_dir="banking_data")   # the original train.csv / test.csv (text,category)
+    data.label2id, data.id2label                      # from the dataset's ClassLabel, for the model config
+
+Every source gives the same thing: a `datasets.DatasetDict` with ``train`` and ``test`` splits, a ``text``
+column and a ``label`` column whose feature is a ``ClassLabel`` with the 77 intent names, in the Hub's order.
+
+**The Hub, without a loading script.** ``PolyAI/banking77`` on the Hub is still a *script* dataset
+(``banking77.py`` + ``dataset_infos.json``), and ``datasets`` >= 4 refuses to run loading scripts
+("Dataset scripts are no longer supported, but found banking77.py"). The Hub's parquet converter publishes
+the same data, script-free, on the ``refs/convert/parquet`` branch, laid out as
+``default/train/0000.parquet`` and ``default/test/0000.parquet``, with the ClassLabel names kept in the parquet
+schema; ``load_dataset("PolyAI/banking77", revision="refs/convert/parquet")`` loads it (10,003 train / 3,080
+test rows). Sources: https://github.com/huggingface/datasets/issues/8012 (the ``revision="refs/convert/parquet"``
+form for script datasets), https://huggingface.co/datasets/PolyAI/banking77/tree/main (the script files).
+The same call loads a local folder laid out like that branch (`write_hub_layout` writes one), which is how the
+unit tests exercise this code path offline.
+
+**The synthetic stand-in** (`make_synthetic`) is *not* BANKING77: it is generated here, offline, with the same
+schema and the 77 real intent names; each query mentions its intent's words inside varied templates and filler,
+with a long-tailed length distribution. A model can learn it, so F1 far above chance (1/77) shows real
+learning; it says nothing about accuracy on real customer queries. Its `Banking77Data.synthetic` is True and
+its dataset description starts with "SYNTHETIC".
+"""
+from __future__ import annotations
+
+import csv
+import os
+import random
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+from tpu_helpers.shared.banking_queries import BANKING77_LABELS, banking_query
+
+__all__ = [
+    "BANKING77_LABELS", "HUB_REPO", "HUB_REVISION", "SOURCES", "Banking77Error", "Banking77Data",
+    "load_banking77", "load_hub", "load_csv_dir", "make_synthetic", "write_hub_layout", "write_csv_dir",
+    "train_wordpiece_tokenizer", "load_tokenizer", "make_model", "token_lengths", "length_summary", "tokenize",
+]
+
+HUB_REPO = "PolyAI/banking77"
+HUB_REVISION = "refs/convert/parquet"  # the Hub's script-free parquet export of the dataset
+SOURCES = ("hub", "csv", "synthetic")
+SYNTHETIC_NOTE = ("SYNTHETIC stand-in for BANKING77 generated offline by tpu_helpers.banking77.dataset: the 77 real intent "
+                  "names and schema, template text; not real customer queries.")
+
+# The 77 intents in the order of the Hub dataset's ClassLabel (label id = index).
+
+
+class Banking77Error(ValueError):
+    """A data source that cannot be used as asked; the message says how to fix it."""
+
+
+@dataclass
+class Banking77Data:
+    """The dataset (``train``/``test``, columns ``text`` and ``label``) and where it came from."""
+
+    dataset: Any  # datasets.DatasetDict
+    source: str  # "hub", "csv" or "synthetic"
+    origin: str  # repo@revision, folder, or the generator's settings
+
+    @property
+    def label_names(self) -> list[str]:
+        return list(self.dataset["train"].features["label"].names)
+
+    @property
+    def num_labels(self) -> int:
+        return len(self.label_names)
+
+    @property
+    def label2id(self) -> dict[str, int]:
+        return {name: i for i, name in enumerate(self.label_names)}
+
+    @property
+    def id2label(self) -> dict[int, str]:
+        return dict(enumerate(self.label_names))
+
+    @property
+    def synthetic(self) -> bool:
+        return self.source == "synthetic"
+
+    def describe(self) -> str:
+        sizes = ", ".join(f"{split} {len(ds):,}" for split, ds in self.dataset.items())
+        what = SYNTHETIC_NOTE if self.synthetic else f"BANKING77 from {self.origin}"
+        return f"{what} [{self.source}] {sizes} rows, {self.num_labels} intents"
+
+
+def _features(label_names: Sequence[str]):
+    import datasets
+
+    return datasets.Features({"text": datasets.Value("string"),
+                              "label": datasets.ClassLabel(names=list(label_names))})
+
+
+def _check(dataset, where: str):
+    """Both splits, a text column, and a ClassLabel label column."""
+    import datasets
+
+    missing = [s for s in ("train", "test") if s not in dataset]
+    if missing:
+        raise Banking77Error(f"{where} has no {' / '.join(missing)} split (found {list(dataset)}); BANKING77 needs "
+                             "'train' and 'test'.")
+    for split in ("train", "test"):
+        cols = dataset[split].column_names
+        if "text" not in cols or "label" not in cols:
+            raise Banking77Error(f"{where}: the {split} split has columns {cols}; expected 'text' and 'label'.")
+    if not isinstance(dataset["train"].features["label"], datasets.ClassLabel):
+        raise Banking77Error(f"{where}: 'label' is {dataset['train'].features['label']}, not a ClassLabel with the "
+                             "intent names; id2label cannot be built from it.")
+    return dataset
+
+
+def load_hub(repo: str = HUB_REPO, revision: str = HUB_REVISION):
+    """BANKING77 from the Hub's script-free parquet export (or a local folder laid out like it).
+
+    Offline (``HF_HUB_OFFLINE=1`` or no network) and not cached: `Banking77Error` with the alternatives.
+    """
+    import datasets
+
+    local = os.path.isdir(repo)
+    try:
+        if local:
+            ds = datasets.load_dataset(repo)
+        else:
+            ds = datasets.load_dataset(repo, revision=revision)
+    except (ConnectionError, OSError, TimeoutError) as e:  # offline mode, no network, DNS...
+        raise Banking77Error(
+            f"could not load {repo}@{revision} from the Hugging Face Hub ({type(e).__name__}: "
+            f"{str(e).splitlines()[0][:200]}). Offline? Use DATA_SOURCE='synthetic' (generated here, no download) "
+            "or DATA_SOURCE='csv' with CSV_DIR pointing at a folder holding BANKING77's train.csv and test.csv."
+        ) from None
+    except RuntimeError as e:
+        if "scripts are no longer supported" in str(e):
+            raise Banking77Error(
+                f"{repo}@{revision} is a loading-script dataset, which datasets>=4 refuses to run. Load the Hub's "
+                f"parquet export instead: revision='{HUB_REVISION}' (the default here).") from None
+        raise
+    return _check(ds, f"{repo}@{revision}" if not local else repo)
+
+
+def load_csv_dir(folder: str | os.PathLike[str]):
+    """The original BANKING77 CSVs: ``train.csv`` and ``test.csv`` with columns ``text,category``.
+
+    Label ids follow the Hub's order (`BANKING77_LABELS`) when every category is a BANKING77 intent, so a model
+    trained on either source means the same thing by label 7; other category sets get sorted ids.
+    """
+    import datasets
+
+    folder = Path(folder)
+    files = {split: folder / f"{split}.csv" for split in ("train", "test")}
+    missing = [str(p) for p in files.values() if not p.is_file()]
+    if missing:
+        raise Banking77Error(f"missing {', '.join(missing)}: CSV_DIR must hold BANKING77's train.csv and test.csv "
+                             "(columns text,category), e.g. from github.com/PolyAI-LDN/task-specific-datasets "
+                             "(banking_data/).")
+    for path in files.values():  # datasets refuses an empty split with a message about "instructions"
+        with open(path, encoding="utf-8", errors="replace") as f:
+            if sum(1 for line in f if line.strip()) < 2:
+                raise Banking77Error(f"{path} has a header but no rows.")
+    try:  # datasets' own CSV reader (pandas); keep_default_na=False keeps a query such as "NA" as text
+        raw = datasets.load_dataset("csv", data_files={k: str(v) for k, v in files.items()}, keep_default_na=False)
+    except (ValueError, datasets.exceptions.DatasetGenerationError) as e:
+        raise Banking77Error(f"{folder}: the CSV files cannot be read as a table ({type(e).__name__}: "
+                             f"{str(e).splitlines()[0][:200]}); expected BANKING77's header text,category.") from None
+    for split, path in files.items():
+        header = raw[split].column_names
+        if "text" not in header or "category" not in header:
+            raise Banking77Error(f"{path} has columns {header}; expected 'text' and 'category' (the original "
+                                 "BANKING77 CSV header is: text,category).")
+    raw = raw.map(lambda r: {"category": str(r["category"]).strip(), "text": str(r["text"])})
+    train_cats = set(raw["train"]["category"])
+    unknown = set(raw["test"]["category"]) - train_cats
+    if unknown:
+        raise Banking77Error(f"test.csv has categories that train.csv never uses: {sorted(unknown)[:5]}...; the "
+                             "model cannot learn a label it never sees. Check the files.")
+    names = list(BANKING77_LABELS) if train_cats <= set(BANKING77_LABELS) else sorted(train_cats)
+    ids = {name: i for i, name in enumerate(names)}
+    ds = (raw.select_columns(["text", "category"])
+          .map(lambda r: {"label": ids[r["category"]]}, remove_columns=["category"]).cast(_features(names)))
+    return _check(ds, str(folder))
+
+
+# ----------------------------------------------------------------------------------------------- synthetic data
+
+def make_synthetic(n_train_per_label: int = 8, n_test_per_label: int = 3, *, seed: int = 0,
+                   labels: Sequence[str] = BANKING77_LABELS):
+    """A labelled SYNTHETIC stand-in for BANKING77 (same schema, the 77 intent names), generated offline."""
+    import datasets
+
+    if n_train_per_label < 1 or n_test_per_label < 1:
+        raise Banking77Error("make_synthetic needs at least one train and one test example per label.")
+    rng = random.Random(seed)
+    features = _features(labels)
+    splits = {}
+    for split, n in (("train", n_train_per_label), ("test", n_test_per_label)):
+        ids = [i for i in range(len(labels)) for _ in range(n)]
+        rng.shuffle(ids)
+        texts = [banking_query(labels[i], rng) for i in ids]
+        info = datasets.DatasetInfo(description=SYNTHETIC_NOTE, features=features)
+        splits[split] = datasets.Dataset.from_dict({"text": texts, "label": ids}, features=features, info=info)
+    return datasets.DatasetDict(splits)
+
+
+def write_hub_layout(dataset, folder: str | os.PathLike[str]) -> Path:
+    """Write a DatasetDict like the Hub's refs/convert/parquet branch: ``default/{split}/0000.parquet``."""
+    folder = Path(folder)
+    for split, ds in dataset.items():
+        out = folder / "default" / split
+        out.mkdir(parents=True, exist_ok=True)
+        ds.to_parquet(str(out / "0000.parquet"))
+    return folder
+
+
+def write_csv_dir(dataset, folder: str | os.PathLike[str]) -> Path:
+    """Write a DatasetDict as BANKING77's original CSVs: ``{split}.csv`` with columns ``text,category``."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    for split, ds in dataset.items():
+        names = ds.features["label"].names
+        with open(folder / f"{split}.csv", "w", newline="", encoding="utf-8") as f:
+            writer = csv.writer(f)
+            writer.writerow(["text", "category"])
+            for text, label in zip(ds["text"], ds["label"]):
+                writer.writerow([text, names[label]])
+    return folder
+
+
+def load_banking77(source: str = "synthetic", *, csv_dir: str | os.PathLike[str] | None = None,
+                   repo: str = HUB_REPO, revision: str = HUB_REVISION, n_train_per_label: int = 8,
+                   n_test_per_label: int = 3, seed: int = 0) -> Banking77Data:
+    """Load BANKING77 from ``source`` ("hub", "csv" or "synthetic"); see the module docstring."""
+    key = (source or "").strip().lower()
+    if key == "hub":
+        origin = repo if os.path.isdir(repo) else f"{repo}@{revision}"
+        return Banking77Data(load_hub(repo, revision), "hub", origin)
+    if key == "csv":
+        if not csv_dir:
+            raise Banking77Error("DATA_SOURCE='csv' needs CSV_DIR: a folder holding train.csv and test.csv.")
+        return Banking77Data(load_csv_dir(csv_dir), "csv", str(csv_dir))
+    if key == "synthetic":
+        ds = make_synthetic(n_train_per_label, n_test_per_label, seed=seed)
+        return Banking77Data(ds, "synthetic", f"make_synthetic({n_train_per_label}/{n_test_per_label} per label, "
+                                               f"seed={seed})")
+    raise Banking77Error(f"unknown data source {source!r}; choose one of {', '.join(SOURCES)}.")
+
+
+# ------------------------------------------------------------------------------------------- tokenizer and model
+
+SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+
+
+def train_wordpiece_tokenizer(texts: Iterable[str], vocab_size: int = 2000):
+    """A BERT (uncased WordPiece) tokenizer trained here on ``texts``: real `BertTokenizerFast`, no download."""
+    from tokenizers import BertWordPieceTokenizer
+    from transformers import BertTokenizerFast
+
+    wp = BertWordPieceTokenizer(lowercase=True)
+    wp.train_from_iterator(list(texts), vocab_size=vocab_size, min_frequency=1, special_tokens=list(SPECIAL_TOKENS),
+                           show_progress=False)
+    with tempfile.TemporaryDirectory() as tmp:
+        wp.save_model(tmp)
+        return BertTokenizerFast(vocab_file=os.path.join(tmp, "vocab.txt"), do_lower_case=True)
+
+
+def load_tokenizer(model_name: str, train_texts: Iterable[str] = (), vocab_size: int = 2000):
+    """``model_name="tiny"``: a WordPiece tokenizer trained on ``train_texts``; otherwise the Hub tokenizer."""
+    if model_name == "tiny":
+        return train_wordpiece_tokenizer(train_texts, vocab_size)
+    from transformers import AutoTokenizer
+
+    try:
+        return AutoTokenizer.from_pretrained(model_name)
+    except OSError as e:
+        raise Banking77Error(f"could not load the tokenizer of {model_name!r} ({str(e).splitlines()[0][:160]}). "
+                             "Offline? Use MODEL='tiny' (a small BERT built here, no download).") from None
+
+
+def make_model(model_name: str, data: Banking77Data, *, vocab_size: int | None = None, max_length: int = 128,
+               hidden_size: int = 64, layers: int = 2, heads: int = 2, seed: int = 0,
+               attn_implementation: str = "eager"):
+    """A sequence classifier with ``num_labels``/``id2label``/``label2id`` from the dataset.
+
+    ``"tiny"``: a small BERT initialised from scratch (hidden 64, 2 layers, 2 heads by default), no download;
+    otherwise ``AutoModelForSequenceClassification.from_pretrained(model_name)`` (e.g. ``bert-base-uncased``).
+
+    ``attn_implementation="eager"`` by default: transformers' SDPA path for BERT prepares the mask with
+    ``_prepare_4d_attention_mask_for_sdpa``, which tests ``torch.all(mask == 1)`` in Python, a device-to-host
+    sync in every forward pass on XLA (transformers 4.57, ``modeling_attn_mask_utils.py``). The eager path
+    builds the additive mask on the device and never asks the host.
+    """
+    import torch
+    from transformers import (
+        AutoModelForSequenceClassification,
+        BertConfig,
+        BertForSequenceClassification,
+    )
+
+    torch.manual_seed(seed)
+    labels = dict(num_labels=data.num_labels, id2label=data.id2label, label2id=data.label2id,
+                  attn_implementation=attn_implementation)
+    if model_name == "tiny":
+        if not vocab_size:
+            raise Banking77Error("make_model('tiny') needs vocab_size=len(tokenizer).")
+        config = BertConfig(vocab_size=vocab_size, hidden_size=hidden_size, num_hidden_layers=layers,
+                            num_attention_heads=heads, intermediate_size=4 * hidden_size,
+                            max_position_embeddings=max(max_length, 64), **labels)
+        return BertForSequenceClassification(config)
+    try:
+        return AutoModelForSequenceClassification.from_pretrained(model_name, **labels)
+    except OSError as e:
+        raise Banking77Error(f"could not load {model_name!r} ({str(e).splitlines()[0][:160]}). Offline? Use "
+                             "MODEL='tiny' (a small BERT built here, no download).") from None
+
+
+# ------------------------------------------------------------------------------------------------ tokenisation
+
+def token_lengths(texts: Sequence[str], tokenizer) -> list[int]:
+    """How many tokens each text really has ([CLS] and [SEP] included), before any padding or truncation."""
+    return [len(ids) for ids in tokenizer(list(texts), truncation=False)["input_ids"]]
+
+
+def length_summary(lengths: Sequence[int], max_length: int) -> dict[str, float]:
+    """What one fixed length costs: share of texts truncated and share of the padded tokens that are padding."""
+    n = len(lengths)
+    if n == 0:
+        raise Banking77Error("no texts to measure")
+    kept = [min(x, max_length) for x in lengths]
+    ordered = sorted(lengths)
+    return {
+        "texts": n, "max_length": max_length, "longest": ordered[-1], "median": ordered[n // 2],
+        "p99": ordered[min(n - 1, int(0.99 * n))],
+        "truncated_share": sum(x > max_length for x in lengths) / n,
+        "padding_share": 1 - sum(kept) / (n * max_length),
+    }
+
+
+def tokenize(dataset, tokenizer, max_length: int, *, padding: str = "max_length"):
+    """Tokenize ``text`` (truncated at ``max_length`` tokens) into ``input_ids``, ``attention_mask``
+    (+ ``token_type_ids`` for BERT) and ``labels``.
+
+    ``padding="max_length"`` (the seed's way): every text to exactly ``max_length`` tokens, one shape, so XLA
+    compiles one graph; the DatasetDict is in torch format. ``padding="none"``: no padding here, plain Python lists
+    of each text's own length (the batches are padded later, e.g. to length buckets by
+    `tpu_helpers.banking77.buckets.BucketCollator`).
+    """
+    if padding not in ("max_length", "none"):
+        raise Banking77Error(f"padding={padding!r}: use 'max_length' (pad here) or 'none' (pad per batch later)")
+
+    def encode(batch):
+        if padding == "none":
+            return tokenizer(batch["text"], truncation=True, max_length=max_length)
+        return tokenizer(batch["text"], padding="max_length", truncation=True, max_length=max_length)
+
+    out = dataset.map(encode, batched=True, remove_columns=["text"], desc=None)
+    out = out.rename_column("label", "labels")
+    columns = [c for c in ("input_ids", "token_type_ids", "attention_mask", "labels")
+               if c in out["train"].column_names]
+    if padding == "max_length":
+        out.set_format("torch", columns=columns)
+    else:
+        out = out.select_columns(columns)
+    return out

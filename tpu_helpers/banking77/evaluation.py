@@ -1,0 +1,104 @@
+"""The evaluation of notebook 05's training function: exactly one prediction per test row on XLA (gathered from
+every replica, the last batch's repeats cut on the host), the plan checked before training, and weighted F1."""
+from __future__ import annotations
+
+from typing import Sequence
+
+from tpu_helpers.banking77.train import TrainingError
+
+__all__ = ["evaluate_predictions", "rows_still_due", "check_evaluation_plan", "weighted_f1"]
+
+
+def weighted_f1(predictions: Sequence[int], references: Sequence[int]) -> float:
+    """Support-weighted mean of per-class F1: scikit-learn's ``f1_score(average="weighted")`` (a class never
+    predicted, or with no true samples, has F1 0). The seed's ``evaluate.load("f1")`` computes the same with
+    scikit-learn, after downloading a metric script from the Hub."""
+    from sklearn.metrics import f1_score
+
+    if len(predictions) != len(references):
+        raise TrainingError(f"{len(predictions)} predictions for {len(references)} references")
+    if not len(references):
+        return 0.0
+    return float(f1_score(list(references), list(predictions), average="weighted", zero_division=0))
+
+
+def rows_still_due(batch_rows: int, seen: int, n_rows: int) -> int:
+    """How many rows of a gathered evaluation batch to keep: all of them until ``n_rows`` test rows are seen, then
+    none. Only the last batch is ever cut: it carries the repeats that keep its shape (`BucketBatchSampler`'s top-up,
+    or Accelerate's ``even_batches`` across replicas), and they come after its real rows."""
+    return max(0, min(int(batch_rows), int(n_rows) - int(seen)))
+
+
+def check_evaluation_plan(eval_dl, n_rows: int, num_replicas: int = 1, order: Sequence[int] | None = None) -> int:
+    """Before training: replay the evaluation loader's batches on the host, as ``accelerator.prepare`` will shard
+    them (accelerate's ``BatchSamplerShard``: batch ``k`` to replica ``k % num_replicas``) and as the gather puts
+    them back together, and check that cutting each gathered batch with `rows_still_due` gives every test row
+    exactly once, in ``order`` (the bucketed evaluation's order; None: the dataset's). Returns the number of
+    gathered batches; raises `TrainingError` (before any training time is spent) when the plan is wrong.
+
+    Only indices are read (the batch sampler), no row is loaded or padded.
+    """
+    from accelerate.data_loader import BatchSamplerShard
+
+    sampler = eval_dl.batch_sampler
+    if num_replicas > 1:
+        shards = [list(BatchSamplerShard(sampler, num_processes=num_replicas, process_index=r, even_batches=True))
+                  for r in range(num_replicas)]
+        if len({len(s) for s in shards}) != 1:
+            raise TrainingError(f"the evaluation loader gives the {num_replicas} replicas different numbers of "
+                                f"batches ({[len(s) for s in shards]}): the gather would hang or mix batches")
+        steps = [[i for piece in pieces for i in piece] for pieces in zip(*shards)]
+    else:
+        steps = [list(b) for b in sampler]
+    rows, seen = [], 0
+    for step in steps:
+        keep = rows_still_due(len(step), seen, n_rows)
+        rows += [i[0] if isinstance(i, tuple) else i for i in step[:keep]]
+        seen += keep
+    want = list(range(n_rows)) if order is None else [int(i) for i in order]
+    if [int(i) for i in rows] != want:
+        missing = len(set(want) - set(rows))
+        raise TrainingError(f"the evaluation loader's plan gives {len(rows)} rows ({len(set(rows))} distinct, "
+                            f"{missing} test rows missing) for {n_rows} test rows: check eval_batch_size, the "
+                            "bucket boundaries (the largest must hold every test query) and drop_last=False")
+    return len(steps)
+
+
+def evaluate_predictions(accelerator, model, eval_dl, n_rows: int):
+    """Predictions and labels of a prepared evaluation loader, gathered from every replica: exactly ``n_rows`` of
+    each (NumPy arrays, in the loader's order).
+
+    **Why ``gather`` and not ``gather_for_metrics``.** ``gather_for_metrics`` drops the last batch's repeats by
+    asking Accelerate's GradientState whether the loader has reached its end, and if so keeps only the first
+    ``len(dataset) % total_batch_size`` rows of what it gathers. On XLA the prepared loader is a
+    ``MpDeviceLoader``: a background thread iterates the underlying ``DataLoaderShard`` and queues the batches
+    ahead (accelerate's ``MpDeviceLoaderWrapper``, torch_xla's ``ParallelLoader``). That thread reaches the end
+    first: it sets ``end_of_dataloader = True`` while several batches still wait in the queue, and keeps it set
+    until the loop takes the last one. Every batch the loop gathers in that window is cut to the remainder. On
+    BANKING77's test set (3,080 rows, batches of 64, remainder 8) the loop got 7 or 8 full batches cut to 8 rows:
+    2,744 or 2,688 rows instead of 3,080, depending on how far the thread ran ahead (a race, so small test sets
+    whose loader ends before the loop is busy did not show it). ``gather`` never cuts; the rows still due are
+    counted here (`rows_still_due`) and only the last batch loses its repeats. The cut happens on the host, after
+    the copy: a slice on the device would be one more graph to compile.
+    """
+    import numpy as np
+    import torch
+
+    model.eval()
+    chunks_p, chunks_r = [], []
+    for batch in eval_dl:
+        with torch.no_grad():
+            logits = model(**batch).logits
+        preds, refs = accelerator.gather((logits.argmax(dim=-1), batch["labels"]))
+        chunks_p.append(preds)
+        chunks_r.append(refs)
+    # each chunk was computed when the loader synced at the next step: copying it is a transfer, no new graph
+    out_p, out_r, seen = [], [], 0
+    for p, r in zip(chunks_p, chunks_r):
+        keep = rows_still_due(len(p), seen, n_rows)
+        out_p.append(p.cpu().numpy()[:keep])
+        out_r.append(r.cpu().numpy()[:keep])
+        seen += keep
+    if seen != n_rows:
+        raise TrainingError(f"the evaluation loader produced {seen} rows for {n_rows} test rows")
+    return np.concatenate(out_p), np.concatenate(out_r)

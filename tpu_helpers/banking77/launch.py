@@ -1,0 +1,269 @@
+"""Launch a training function from a notebook, the right way for where it runs.
+
+    plan = launch.plan_launch(rt)            # rt = tpu_helpers.core.runtime.detect_runtime()
+    print(plan.describe())
+    launch.prepare_environment(plan)        # before importing accelerate / transformers
+    result = launch.launch(training_function, (model, train_ds, eval_ds, config), plan)
+
+`plan_launch` is a pure function of the runtime and the environment (both injectable), so every branch is
+unit-tested without a TPU or a GPU:
+
+========================  ====================================================================================
+where                     what runs
+========================  ====================================================================================
+Colab / Kaggle TPU VM     ``accelerate.notebook_launcher`` with ``PJRT_DEVICE=TPU``: its TPU branch, which forks
+                          one process per TPU device through ``xmp.spawn`` (it takes that branch only when it
+                          sees Colab or Kaggle *and* ``TPU_NAME`` is set or ``PJRT_DEVICE == "TPU"``).
+Cloud TPU VM (plain)      ``torch_xla.launch(..., start_method="fork")`` directly, with Accelerate's own
+                          ``PrepareForLaunch(fn, distributed_type="XLA")`` wrapper: ``notebook_launcher`` has no
+                          TPU branch outside Colab/Kaggle (huggingface/accelerate#967) and would try the GPU path
+                          (#3358, #2893). The seed faked ``KAGGLE_TPU``/``TPU_NAME`` to get in; not needed here.
+several GPUs              ``notebook_launcher(num_processes=<GPUs>)``: one forked process per GPU, with
+                          ``USE_TORCH_XLA=0`` so Accelerate uses CUDA and not PyTorch/XLA.
+one GPU                   ``notebook_launcher(num_processes=1)``: runs in this process on the GPU (same env).
+CPU                       ``notebook_launcher(num_processes=1)`` with ``PJRT_DEVICE=CPU``, ``CPU_NUM_DEVICES=1``:
+                          one XLA:CPU device, **in this process** (so the XLA counters are this kernel's).
+                          Several XLA:CPU processes are refused: their collectives abort on small machines, and
+                          ``notebook_launcher(num_processes>1)`` on a CPU trains unsynchronised copies.
+legacy TPU Node           refused: PyTorch/XLA 2.x (PJRT) runs only on TPU VMs.
+========================  ====================================================================================
+
+`launch` refuses, with what to do, when the kernel is not clean for the plan: an ``Accelerator`` already exists
+(the training function must create the only one), or the device was already touched in this kernel where the
+launch forks processes that need it (a TPU, or CUDA before a multi-GPU fork). A single in-process XLA:CPU run
+does not need a pristine device, so re-running the cell works there.
+
+Source for the branch conditions: https://github.com/huggingface/accelerate/blob/v1.15.0/src/accelerate/launchers.py
+"""
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, MutableMapping, Sequence
+
+from tpu_helpers._compat import (
+    accelerate_found_torch_xla,
+    accelerate_state_exists,
+    xla_runtime_is_initialized,
+)
+from tpu_helpers._compat import reset_accelerate_state as _compat_reset
+from tpu_helpers.core.runtime import Runtime, detect_runtime
+
+__all__ = ["LaunchError", "LaunchPlan", "plan_launch", "accelerate_sees_hosted_tpu", "prepare_environment",
+           "kernel_problems", "check_kernel", "launch", "reset_accelerate_state"]
+
+KINDS = ("hosted-tpu", "tpu-vm", "multi-gpu", "gpu", "xla-cpu")
+
+
+class LaunchError(RuntimeError):
+    """This launch cannot work here as things stand; the message says how to fix it."""
+
+
+@dataclass(frozen=True)
+class LaunchPlan:
+    kind: str  # one of KINDS
+    launcher: str  # "accelerate.notebook_launcher" or "torch_xla.launch"
+    num_processes: int  # replicas on this host
+    env: dict[str, str] = field(default_factory=dict)  # set before importing accelerate / transformers
+    mixed_precision: str = "no"  # what to pass to Accelerator(...): bf16 on TPU
+    forks: bool = False  # does the launch start child processes that need an untouched device?
+    reason: str = ""
+
+    @property
+    def in_process(self) -> bool:
+        """True when the training function runs in this (the notebook's) process."""
+        return not self.forks
+
+    def describe(self) -> str:
+        env = " ".join(f"{k}={v}" for k, v in self.env.items())
+        where = "in this process" if self.in_process else f"in {self.num_processes} forked process(es)"
+        return (f"launch plan '{self.kind}': {self.launcher}, {self.num_processes} replica(s) {where}, "
+                f"mixed precision {self.mixed_precision}, env {env or '(none)'}; {self.reason}")
+
+
+def accelerate_sees_hosted_tpu(env: Mapping[str, str], ipython: Any = None) -> tuple[bool, bool]:
+    """Mirror of notebook_launcher's test (accelerate 1.15): (in Colab or Kaggle, would take the TPU branch).
+
+    ``in_kaggle``: any environment variable starting with ``KAGGLE``; ``in_colab``: ``"google.colab"`` in
+    ``str(get_ipython())``. The TPU branch also needs ``TPU_NAME`` set or ``PJRT_DEVICE == "TPU"``.
+    """
+    in_kaggle = any(key.startswith("KAGGLE") for key in env)
+    in_colab = (not in_kaggle) and ipython is not None and "google.colab" in str(ipython)
+    hosted = in_kaggle or in_colab
+    return hosted, hosted and (env.get("TPU_NAME") is not None or env.get("PJRT_DEVICE", "") == "TPU")
+
+
+def _current_ipython() -> Any:
+    ipython_mod = sys.modules.get("IPython")
+    if ipython_mod is None:
+        return None
+    try:
+        return ipython_mod.get_ipython()
+    except Exception:
+        return None
+
+
+def plan_launch(runtime: Runtime | None = None, *, env: Mapping[str, str] | None = None, ipython: Any = "auto",
+                num_processes: int | None = None) -> LaunchPlan:
+    """Choose how to launch on this runtime. ``num_processes`` (optional) asks for a number of replicas."""
+    env = dict(os.environ if env is None else env)
+    runtime = runtime or detect_runtime(env)
+    ipython = _current_ipython() if ipython == "auto" else ipython
+
+    if runtime.is_tpu_node:
+        raise LaunchError(
+            f"this is a legacy TPU Node ({runtime.tpu_address}): PyTorch/XLA 2.x talks to TPUs through PJRT, "
+            "which needs the chips attached to this machine (a TPU VM). Create a TPU VM (README: 'A Cloud TPU VM "
+            "with Jupyter over SSH') or use a Colab/Kaggle TPU runtime.")
+
+    if runtime.is_tpu_vm:
+        devices = runtime.devices or 1
+        if num_processes not in (None, devices):
+            raise LaunchError(f"this TPU host has {devices} device(s) and PyTorch/XLA launches one process per "
+                              f"device; num_processes={num_processes} cannot be honoured. Leave it unset.")
+        tpu_env = {"PJRT_DEVICE": "TPU"}
+        _, takes_tpu_branch = accelerate_sees_hosted_tpu({**env, **tpu_env}, ipython)
+        if takes_tpu_branch:
+            return LaunchPlan("hosted-tpu", "accelerate.notebook_launcher", devices, tpu_env, "bf16", True,
+                              f"{runtime.describe()} notebook_launcher recognises Colab/Kaggle and, with "
+                              "PJRT_DEVICE=TPU, forks one process per TPU device (xmp.spawn).")
+        return LaunchPlan("tpu-vm", "torch_xla.launch", devices, tpu_env, "bf16", True,
+                          f"{runtime.describe()} notebook_launcher has no TPU branch outside Colab/Kaggle, so "
+                          "torch_xla.launch forks one process per TPU device, each wrapped like notebook_launcher "
+                          "does (accelerate's PrepareForLaunch).")
+
+    if runtime.kind == "gpu" and runtime.gpus >= 1:
+        n = runtime.gpus if num_processes is None else num_processes
+        if not 1 <= n <= runtime.gpus:
+            raise LaunchError(f"num_processes={num_processes}: this machine has {runtime.gpus} GPU(s).")
+        gpu_env = {"USE_TORCH_XLA": "0"}  # accelerate and transformers: plain CUDA, not PyTorch/XLA
+        if n > 1:
+            return LaunchPlan("multi-gpu", "accelerate.notebook_launcher", n, gpu_env, "fp16", True,
+                              f"{runtime.describe()} notebook_launcher forks one process per GPU (torch elastic).")
+        return LaunchPlan("gpu", "accelerate.notebook_launcher", 1, gpu_env, "fp16", False,
+                          f"{runtime.describe()} one GPU: notebook_launcher runs the function in this process.")
+
+    if num_processes not in (None, 1):
+        raise LaunchError(
+            f"num_processes={num_processes} on a CPU: the course trains on one XLA:CPU device. Several XLA:CPU "
+            "processes need CPU collectives, which abort on small machines, and notebook_launcher(num_processes>1) "
+            "on a CPU would train unsynchronised copies. Leave num_processes unset (1).")
+    return LaunchPlan("xla-cpu", "accelerate.notebook_launcher", 1, {"PJRT_DEVICE": "CPU", "CPU_NUM_DEVICES": "1"},
+                      "no", False, f"{runtime.describe()} one XLA:CPU device; notebook_launcher(num_processes=1) "
+                      "runs the function in this process.")
+
+
+def prepare_environment(plan: LaunchPlan, environ: MutableMapping[str, str] | None = None,
+                        modules: Mapping[str, Any] | None = None) -> dict[str, str]:
+    """Set the plan's environment variables. Call it before importing accelerate or transformers."""
+    environ = os.environ if environ is None else environ
+    modules = sys.modules if modules is None else modules
+    if plan.env.get("USE_TORCH_XLA") == "0" and "accelerate" in modules:
+        imports = modules.get("accelerate.utils.imports")
+        if imports is not None and accelerate_found_torch_xla(imports):
+            raise LaunchError("accelerate was imported before USE_TORCH_XLA=0 was set, so it will train on "
+                              "PyTorch/XLA instead of CUDA. Restart the kernel and call "
+                              "launch.prepare_environment(plan) before importing accelerate or transformers.")
+    environ.update(plan.env)
+    return dict(plan.env)
+
+
+def _xla_runtime_started(modules: Mapping[str, Any]) -> bool:
+    torch_xla = modules.get("torch_xla")
+    if torch_xla is None:  # never imported: never touched
+        return False
+    return xla_runtime_is_initialized(torch_xla)
+
+
+def _cuda_started(modules: Mapping[str, Any]) -> bool:
+    torch = modules.get("torch")
+    try:
+        return bool(torch is not None and torch.cuda.is_initialized())
+    except AttributeError:
+        return False
+
+
+def _accelerator_exists(modules: Mapping[str, Any]) -> bool:
+    state = modules.get("accelerate.state")
+    if state is None:
+        return False
+    return accelerate_state_exists(state)
+
+
+def kernel_problems(plan: LaunchPlan, modules: Mapping[str, Any] | None = None) -> list[str]:
+    """What in this kernel would break the launch (empty when it is clean)."""
+    modules = sys.modules if modules is None else modules
+    problems = []
+    if _accelerator_exists(modules):
+        problems.append(
+            "an Accelerator (or accelerate PartialState) already exists in this kernel. The training function "
+            "must create the only one, in each replica, after the launcher has set the replica up; settings of an "
+            "earlier one (mixed precision, device) would win silently or clash.")
+    if plan.forks and plan.kind in ("hosted-tpu", "tpu-vm") and _xla_runtime_started(modules):
+        problems.append(
+            "the XLA device was already used in this kernel (the PyTorch/XLA runtime is initialised), and only one "
+            "process can hold a TPU: the forked replicas could not open it. Don't create tensors on the XLA device "
+            "(torch_xla.device(), xm.xla_device(), model.to(...)) before launching.")
+    if plan.forks and plan.kind == "multi-gpu" and _cuda_started(modules):
+        problems.append("CUDA was already initialised in this kernel, and forked processes cannot re-initialise it. "
+                        "Don't move tensors or models to the GPU before launching.")
+    return problems
+
+
+def check_kernel(plan: LaunchPlan, modules: Mapping[str, Any] | None = None) -> None:
+    """Raise `LaunchError` with the fix when `kernel_problems` finds anything."""
+    problems = kernel_problems(plan, modules)
+    if problems:
+        raise LaunchError("cannot launch the training from this kernel: " + " Also: ".join(problems)
+                          + " Restart the kernel (Colab: Runtime > Restart session; Kaggle: Run > Restart) and run "
+                            "the notebook from the top.")
+
+
+class _Capture:
+    """Call ``function`` and keep its return value (notebook_launcher returns None). Picklable."""
+
+    def __init__(self, function: Callable[..., Any]):
+        self.function = function
+        self.result: Any = None
+
+    def __call__(self, *args: Any) -> None:
+        self.result = self.function(*args)
+
+
+def reset_accelerate_state() -> None:
+    """Forget every Accelerator of this process, so the next launch (or exercise check) starts clean.
+
+    `launch` calls it after an in-process run; it is the reset accelerate's own test utilities use between runs.
+    """
+    state = sys.modules.get("accelerate.state")
+    if state is None:
+        return
+    _compat_reset(state)
+
+
+def launch(function: Callable[..., Any], args: Sequence[Any] = (), plan: LaunchPlan | None = None) -> Any:
+    """Run ``function(*args)`` on every replica as ``plan`` says; return its result when it ran in this process.
+
+    A forked launch cannot hand results back: there it returns None (let the function write a file).
+    """
+    plan = plan or plan_launch()
+    check_kernel(plan)
+    prepare_environment(plan)
+    args = tuple(args)
+    if plan.launcher == "torch_xla.launch":
+        import torch_xla
+        from accelerate.utils import PrepareForLaunch
+
+        print(f"Launching training on {plan.num_processes} TPU device(s) with torch_xla.launch.")
+        torch_xla.launch(PrepareForLaunch(function, distributed_type="XLA"), args=args, start_method="fork")
+        return None
+    from accelerate import notebook_launcher
+
+    capture = _Capture(function)
+    try:
+        notebook_launcher(capture, args, num_processes=plan.num_processes)
+    finally:
+        if plan.in_process:
+            reset_accelerate_state()
+    return capture.result if plan.in_process else None

@@ -1,0 +1,28 @@
+"""Reference answers for notebook 05's exercises (BANKING77 with Accelerate, length buckets). Try first, then read."""
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+
+def make_collate(tokenizer: Any) -> Callable[[Sequence[tuple[dict, int]]], dict]:
+    """A collate function that pads every batch to the length its bucket sampler chose, with the tokenizer's own
+    padding (``DataCollatorWithPadding``, padding="max_length"): one shape per bucket, on every replica."""
+    from transformers import DataCollatorWithPadding
+
+    def collate(items):
+        rows = [row for row, _ in items]
+        length = items[0][1]  # the sampler gives every row of a batch the same length
+        return DataCollatorWithPadding(tokenizer, padding="max_length", max_length=length)(rows)
+
+    return collate
+
+
+def gather_step(accelerator: Any, preds: Any, labels: Any, seen: int, n_rows: int) -> tuple[list[int], list[int]]:
+    """Gather this batch from every replica, copy it to the host, and keep only the rows still due: the last
+    batch's repeats (added to keep its shape) are cut here. ``accelerator.gather``, not ``gather_for_metrics``: on
+    XLA the latter cuts every batch to the dataset's remainder once the loader's background (prefetch) thread has
+    reached the end, real rows included. The cut happens on the host: a slice on the device would be one more
+    graph to compile."""
+    preds, labels = accelerator.gather((preds, labels))
+    keep = max(0, min(len(preds), n_rows - seen))
+    return preds.cpu()[:keep].tolist(), labels.cpu()[:keep].tolist()

@@ -1,0 +1,141 @@
+"""Exercises with self-checks: the learner writes an answer, a check tests its *behaviour* and says what is wrong.
+
+The pattern in a notebook (three cells):
+
+    # exercise cell (tagged "exercise"): the learner fills it in
+    def masked_mean(per_token_loss, labels):
+        ...  # YOUR ANSWER
+        raise NotImplementedError
+
+    # check cell
+    masked_mean = nb01_checks.answer(masked_mean, SOLUTIONS)
+    exercises.report(nb01_checks.check_masked_mean(masked_mean))
+
+`answer()` returns the learner's answer, or the reference solution from the lesson package's ``solutions.py`` when
+solutions are switched on (the ``SOLUTIONS`` parameter, or ``TPU_COURSE_SOLUTIONS=1``, which ``./course test``
+and ``./course run`` set so CI proves every check passes on a right answer). Solutions live in
+each lesson package's ``solutions.py``, where a learner opens them on purpose.
+
+`report()` prints a plain-words verdict. An unattempted exercise (``NotImplementedError``) is reported as
+"not attempted yet" and does not stop "Run all"; a wrong answer is reported with what is wrong, and raises
+`ExerciseFailed` only in strict mode (solutions on, or ``TPU_COURSE_STRICT_EXERCISES=1``), so a broken check or
+solution fails CI while a learner's notebook keeps running.
+"""
+from __future__ import annotations
+
+import functools
+import importlib
+import os
+from dataclasses import dataclass
+from typing import Any, Callable
+
+__all__ = ["CheckResult", "ExerciseFailed", "NotAttempted", "answer", "report", "solutions_enabled",
+           "run_check", "call_answer", "short", "SOLUTIONS_ENV", "STRICT_ENV"]
+
+SOLUTIONS_ENV = "TPU_COURSE_SOLUTIONS"
+STRICT_ENV = "TPU_COURSE_STRICT_EXERCISES"
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    passed: bool
+    message: str
+    attempted: bool = True
+
+    def __bool__(self) -> bool:
+        return self.passed
+
+
+class ExerciseFailed(AssertionError):
+    """A check failed in strict mode (CI): the message says what is wrong."""
+
+
+class NotAttempted(Exception):
+    """Raised by a check helper when the answer is still the skeleton."""
+
+
+def solutions_enabled(flag: bool | None = None) -> bool:
+    """The notebook's ``SOLUTIONS`` parameter if set (True/False), else ``TPU_COURSE_SOLUTIONS=1``."""
+    if flag is not None:
+        return bool(flag)
+    return os.environ.get(SOLUTIONS_ENV, "") in ("1", "true", "yes")
+
+
+def _strict(flag: bool | None = None) -> bool:
+    return solutions_enabled(flag) or os.environ.get(STRICT_ENV, "") in ("1", "true", "yes")
+
+
+def answer(learner_answer: Any, solutions: bool | None = None, *, lesson: str, name: str | None = None) -> Any:
+    """The learner's answer, or the reference solution ``<lesson>.solutions.<name>`` when solutions are on.
+
+    A lesson's ``checks.py`` binds `lesson` to its own package (``nb01_checks.answer(masked_mean, SOLUTIONS)``), so
+    the notebook names neither the package nor a key; `name` defaults to the answer's ``__name__`` (give it for a
+    value, e.g. a table).
+    """
+    if not solutions_enabled(solutions):
+        return learner_answer
+    name = name or getattr(learner_answer, "__name__", None)
+    if not name:
+        raise TypeError("answer(...) needs name='...' for an answer that is a value, not a function")
+    module = importlib.import_module(f"{lesson}.solutions")
+    if not hasattr(module, name):
+        raise AttributeError(f"{lesson}.solutions has no reference answer called {name!r}")
+    print(f"(solutions are on: using the reference answer for exercise {name})")
+    return getattr(module, name)
+
+
+def answer_for(lesson: str) -> Callable[..., Any]:
+    """`answer` bound to one lesson package (``answer = answer_for(__package__)`` in its ``checks.py``)."""
+    return functools.partial(answer, lesson=lesson)
+
+
+def run_check(check: Callable[[], str]) -> CheckResult:
+    """Run a check body: it returns a success message, raises AssertionError(what is wrong) or NotAttempted."""
+    try:
+        return CheckResult(True, check())
+    except NotAttempted as e:
+        return CheckResult(False, str(e) or "not attempted yet", attempted=False)
+    except NotImplementedError:
+        return CheckResult(False, "not attempted yet: replace the `raise NotImplementedError` with your answer",
+                           attempted=False)
+    except AssertionError as e:
+        return CheckResult(False, str(e))
+
+
+def report(result: CheckResult, solutions: bool | None = None) -> CheckResult:
+    """Print the verdict; in strict mode (CI) a failure raises `ExerciseFailed`."""
+    if result.passed:
+        print(f"✅ Right: {result.message}")
+    elif not result.attempted:
+        print(f"⏳ {result.message}")
+    else:
+        print(f"❌ Not yet: {result.message}")
+    if not result.passed and _strict(solutions):
+        raise ExerciseFailed(result.message)
+    return result
+
+
+def short(value: Any, limit: int = 80) -> str:
+    """``repr(value)`` cut to ``limit`` characters, for messages."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def call_answer(fn: Callable, *args: Any, what: str, **kwargs: Any) -> Any:
+    """Call the learner's ``fn``; turn any error into a plain-words failure (AssertionError).
+
+    ``NotImplementedError`` (the exercise skeleton) passes through, so `tpu_helpers.core.exercises.run_check`
+    reports "not attempted yet". ``what`` names the call in the message, e.g. "masked_mean(loss, labels)".
+    """
+    if not callable(fn):
+        raise AssertionError(f"{what.split('(')[0]} must be a function, but it is {short(fn)}")
+    try:
+        return fn(*args, **kwargs)
+    except NotImplementedError:
+        raise
+    except AssertionError as e:
+        raise AssertionError(f"{what} failed an assert of its own: {e}") from None
+    except Exception as e:  # noqa: BLE001 (the learner's error, reported in one line)
+        lines = [ln.strip() for ln in str(e).strip().splitlines() if ln.strip()]
+        why = lines[-1] if lines else ""
+        raise AssertionError(f"{what} raised {type(e).__name__}: {why[:300]}") from None

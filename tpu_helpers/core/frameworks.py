@@ -1,0 +1,184 @@
+"""Keep one framework per process: TensorFlow *or* PyTorch/XLA.
+
+TensorFlow and torch_xla each bundle their own LLVM/XLA; importing both in one process aborts it (a hard
+crash, not an exception). `use_framework()` is called at the top of every notebook, before transformers is
+imported: it tells transformers which backend to load (``USE_TF`` / ``USE_TORCH``) and refuses, with a clear
+message, when the other stack is already loaded in this kernel.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from typing import MutableMapping
+
+__all__ = ["FrameworkClashError", "WrongBuildError", "use_framework", "loaded_frameworks", "check_tpu_build",
+           "record_xla_compilations"]
+
+_OTHER = {"tf": ("torch_xla", "PyTorch/XLA"), "torch": ("tensorflow", "TensorFlow")}
+_NAMES = {"tf": "TensorFlow", "torch": "PyTorch/XLA"}
+
+
+class FrameworkClashError(RuntimeError):
+    """The other framework is already imported: only a kernel restart fixes it."""
+
+
+class WrongBuildError(RuntimeError):
+    """On a TPU, this kernel has a framework build that cannot reach the TPU; the message says what to do."""
+
+
+def loaded_frameworks(modules: dict | None = None) -> list[str]:
+    """Which of the two stacks are imported in this process ("tf", "torch")."""
+    modules = sys.modules if modules is None else modules
+    found = []
+    if "tensorflow" in modules:
+        found.append("tf")
+    if "torch_xla" in modules:
+        found.append("torch")
+    return found
+
+
+def use_framework(name: str, *, environ: MutableMapping[str, str] | None = None,
+                  modules: dict | None = None) -> str:
+    """Declare this notebook's framework ("tf" or "torch") before importing transformers.
+
+    Sets ``USE_TF``/``USE_TORCH`` so transformers imports only that backend, and raises
+    `FrameworkClashError` if the other one is already loaded (restart the kernel to fix it).
+    """
+    key = name.strip().lower()
+    key = {"tensorflow": "tf", "pytorch": "torch", "torch_xla": "torch", "pt": "torch"}.get(key, key)
+    if key not in _OTHER:
+        raise ValueError(f"use_framework() takes 'tf' or 'torch', not {name!r}")
+    environ = os.environ if environ is None else environ
+    modules = sys.modules if modules is None else modules
+    other_module, other_name = _OTHER[key]
+    if other_module in modules:
+        raise FrameworkClashError(
+            f"{other_name} is already imported in this kernel, and {_NAMES[key]} cannot be loaded beside it "
+            f"(the two abort the process together). Restart the kernel (Runtime > Restart session on Colab, "
+            f"Run > Restart & clear cell outputs on Kaggle) and run this notebook from the top; keep each "
+            f"notebook to one framework.")
+    want = {"USE_TF": "1" if key == "tf" else "0", "USE_TORCH": "0" if key == "tf" else "1"}
+    if key == "tf":
+        # transformers' pipelines/training_args and accelerate import torch_xla when it is installed, which
+        # aborts a TensorFlow process; USE_TORCH_XLA=0 makes them leave it alone.
+        want["USE_TORCH_XLA"] = "0"
+    if "transformers" in modules:
+        stale = {k: v for k, v in want.items() if environ.get(k, "") not in (v, "")}
+        if stale:
+            raise FrameworkClashError(
+                "transformers was imported before use_framework() with "
+                + ", ".join(f"{k}={environ.get(k)}" for k in stale)
+                + f"; it will not load {_NAMES[key]} models now. Restart the kernel and call "
+                  f"use_framework({key!r}) before importing transformers.")
+    environ.update(want)
+    if key == "tf":
+        environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # keep TF's C++ start-up chatter out of the notebook
+        record_xla_compilations(environ)
+    return key
+
+
+XLA_MODULE_RE = ".*tpucourse.*"  # the names tpu_helpers.xla_tf.xla.jit gives the functions it counts
+
+
+def record_xla_compilations(environ: MutableMapping[str, str] | None = None) -> str:
+    """Have XLA write a record (an HLO dump) of every module it compiles for a course-counted function, so that
+    `tpu_helpers.xla_tf.xla` counts compilations from XLA itself. Must run before TensorFlow compiles anything (XLA
+    reads its flags once). Only the course's functions are dumped (``--xla_dump_hlo_module_re``), into a folder of
+    this process (``tpu-course-xla-records-<pid>-<random>`` in the temp directory), removed at exit; the folders
+    of course processes that died without cleaning up (a killed kernel) are removed when the next one starts. An
+    ``--xla_dump_to`` already in ``XLA_FLAGS`` is kept. Returns the flags."""
+    import atexit
+    import shutil
+    import tempfile
+
+    environ = os.environ if environ is None else environ
+    flags = environ.get("XLA_FLAGS", "")
+    if "--xla_dump_to" not in flags:
+        _remove_records_of_dead_processes(tempfile.gettempdir())
+        folder = tempfile.mkdtemp(prefix=f"{_RECORDS_PREFIX}{os.getpid()}-")
+        atexit.register(shutil.rmtree, folder, True)
+        flags = f"{flags} --xla_dump_to={folder} --xla_dump_hlo_module_re={XLA_MODULE_RE}".strip()
+        environ["XLA_FLAGS"] = flags
+    return flags
+
+
+_RECORDS_PREFIX = "tpu-course-xla-records-"
+
+
+def _remove_records_of_dead_processes(tmp: str) -> list[str]:
+    """Remove the XLA record folders (ours only: ``tpu-course-xla-records-<pid>-...``) whose process is gone."""
+    import re
+    import shutil
+
+    removed = []
+    for name in os.listdir(tmp):
+        m = re.fullmatch(re.escape(_RECORDS_PREFIX) + r"(\d+)-\w+", name)
+        if not m:
+            continue
+        try:
+            os.kill(int(m.group(1)), 0)
+            continue  # alive (or not ours to signal): keep
+        except ProcessLookupError:
+            pass
+        except (PermissionError, OverflowError):
+            continue
+        shutil.rmtree(os.path.join(tmp, name), ignore_errors=True)
+        removed.append(name)
+    return removed
+
+
+def _installed(name: str) -> str | None:
+    from importlib import metadata
+
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def check_tpu_build(runtime, framework: str, *, installed=_installed, tpu_devices=None) -> str:
+    """On a TPU runtime, stop unless this kernel has the framework's TPU build and it sees the TPU; else say so.
+
+    TensorFlow: the ``tensorflow-tpu`` distribution with ``libtpu``, and no ``tensorflow``/``tensorflow-cpu``
+    beside it (both install the same ``tensorflow/`` folder; with the CPU build's files TensorFlow reports
+    "Registered devices: [CPU]"), then ``tf.config.list_physical_devices("TPU")`` non-empty. PyTorch/XLA:
+    ``torch_xla`` with ``libtpu`` (its ``[tpu]`` extra), then ``torch_xla.runtime.device_type() == "TPU"``
+    (importing torch_xla picks PJRT's TPU device when it finds the chips; nothing runs on them yet, so a launcher
+    may still fork replicas). ``installed`` and ``tpu_devices`` are injectable for tests. Off a TPU: nothing to
+    check, the CPU build is the right one.
+    """
+    key = {"tensorflow": "tf", "pytorch": "torch"}.get(framework, framework)
+    if key not in _NAMES:
+        raise ValueError(f"check_tpu_build() takes 'tf' or 'torch', not {framework!r}")
+    if not getattr(runtime, "is_tpu", False):
+        return f"not on a TPU: the {_NAMES[key]} build installed here is the right one"
+    restart = ("run this notebook's install cell, then restart the runtime (Colab: Runtime > Restart session; "
+               "Kaggle: Run > Restart & clear cell outputs) and run from the top; on a Cloud TPU VM pick the "
+               f"kernel 'tpu-course-{key}' that ./course setup --tpu registered")
+    if key == "tf":
+        tpu, cpu = installed("tensorflow-tpu"), [d for d in ("tensorflow", "tensorflow-cpu") if installed(d)]
+        if not tpu or cpu or not installed("libtpu"):
+            found = ", ".join(f"{d}=={installed(d)}" for d in ("tensorflow", "tensorflow-cpu", "tensorflow-tpu",
+                                                               "libtpu") if installed(d)) or "no TensorFlow"
+            raise WrongBuildError(f"this kernel has the CPU build of TensorFlow, not the TPU build ({found}): it "
+                                  f"cannot reach the TPU. Uninstall tensorflow/tensorflow-cpu, {restart}.")
+        if tpu_devices is None:
+            import tensorflow as tf
+
+            tpu_devices = lambda: tf.config.list_physical_devices("TPU")  # noqa: E731
+        devices = list(tpu_devices())
+        if not devices:
+            raise WrongBuildError(f"tensorflow-tpu {tpu} is installed but lists no TPU device: another process may "
+                                  f"hold the TPU (only one can), or libtpu does not match it; {restart}.")
+        return f"TensorFlow's TPU build (tensorflow-tpu {tpu}, libtpu {installed('libtpu')}): {len(devices)} TPU devices"
+    if not installed("torch-xla") or not installed("libtpu"):
+        raise WrongBuildError(f"this kernel has torch_xla {installed('torch-xla') or '(none)'} without libtpu: the "
+                              f"CPU build of PyTorch/XLA cannot reach the TPU. Install torch_xla[tpu], then {restart}.")
+    if tpu_devices is None:
+        import torch_xla.runtime as xr
+
+        tpu_devices = lambda: ["TPU"] if xr.device_type() == "TPU" else []  # noqa: E731
+    if not list(tpu_devices()):
+        raise WrongBuildError(f"torch_xla {installed('torch-xla')} with libtpu {installed('libtpu')} does not pick "
+                              f"the TPU (PJRT_DEVICE={os.environ.get('PJRT_DEVICE')}): unset PJRT_DEVICE, or {restart}.")
+    return f"PyTorch/XLA's TPU build (torch_xla {installed('torch-xla')}, libtpu {installed('libtpu')}): PJRT device TPU"

@@ -1,0 +1,111 @@
+"""The pipelines notebook 04 compares the course's with (the guide's ``to_tf_dataset`` path and a per-record parse),
+and the interleaved timing that compares them (also used by benchmarks/bench_mlm_pipeline.py)."""
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from tpu_helpers.core.timing import Benchmark, Candidate
+from tpu_helpers.mlm.pipeline import MaskingSpec, mask_tokens
+from tpu_helpers.mlm.shards import FEATURE, _tf, inspect_shards
+from tpu_helpers.mlm.tokenizer import BLOCK_SIZE
+
+
+def to_tf_dataset_baseline(blocks: np.ndarray, tokenizer: Any, *, batch_size: int, mlm_probability: float = 0.15,
+                           shuffle: bool = True):
+    """The comparison pipeline: the same blocks through ``Dataset.to_tf_dataset`` with
+    ``DataCollatorForLanguageModeling`` (Python/numpy masking via ``tf.numpy_function``, the seed's
+    in-memory alternative; it cannot run on a TPU Node's host)."""
+    import datasets
+    from transformers import DataCollatorForLanguageModeling
+
+    ds = datasets.Dataset.from_dict({"input_ids": np.asarray(blocks)})
+    collator = DataCollatorForLanguageModeling(tokenizer, mlm_probability=mlm_probability, return_tensors="np")
+    return ds.to_tf_dataset(columns=["input_ids", "attention_mask"], label_cols="labels", batch_size=batch_size,
+                            shuffle=shuffle, collate_fn=collator, drop_remainder=True)
+
+
+
+def per_record_baseline(shards: str | Sequence[str], spec: MaskingSpec, *, batch_size: int,
+                        block_size: int = BLOCK_SIZE, shuffle: bool = True, shuffle_buffer: int = 10_000,
+                        mlm_probability: float = 0.15, repeat: bool = False, manifest: bool = True):
+    """The comparison pipeline of the seed's script: parse one record at a time, then batch.
+
+    ``prepare_dataset`` in transformers' ``examples/tensorflow/language-modeling-tpu/run_mlm.py``: file list ->
+    shuffle -> ``TFRecordDataset(num_parallel_reads=AUTOTUNE)`` -> ``assert_cardinality`` -> ``map(decode_fn)``
+    with ``tf.io.parse_single_example`` (one call per record) -> shuffle -> ``batch(drop_remainder=True)`` ->
+    ``map(mask)`` -> ``prefetch``. The masking is `mask_tokens`, the same as `make_mlm_dataset`'s (the seed's
+    ``DataCollatorForLanguageModeling.tf_mask_tokens`` costs about the same), so a comparison of the two
+    pipelines measures where the parsing happens: per record here, per batch there. Output: the ``"dict"``
+    form of `make_mlm_dataset`.
+    """
+    tf = _tf()
+    info = inspect_shards(shards, block_size=block_size, manifest=manifest)
+    autotune = tf.data.AUTOTUNE
+    files = tf.data.Dataset.from_tensor_slices(info.files)
+    if shuffle:
+        files = files.shuffle(len(info.files))
+    records = tf.data.TFRecordDataset(files, num_parallel_reads=autotune)
+    records = records.apply(tf.data.experimental.assert_cardinality(info.total_records))
+    features = {FEATURE: tf.io.FixedLenFeature([block_size], tf.int64)}
+    rows = records.map(lambda r: tf.cast(tf.io.parse_single_example(r, features)[FEATURE], tf.int32),
+                       num_parallel_calls=autotune)
+    if shuffle:
+        rows = rows.shuffle(shuffle_buffer)
+    if repeat:
+        rows = rows.repeat()
+
+    def finish(ids):
+        masked, y = mask_tokens(ids, spec, mlm_probability=mlm_probability)
+        return {"input_ids": masked, "attention_mask": tf.ones_like(masked), "labels": y}
+
+    return rows.batch(batch_size, drop_remainder=True).map(finish, num_parallel_calls=autotune).prefetch(autotune)
+
+
+def compare_pipelines(pipelines: Mapping[str, Callable[[], Any]], *, rounds: int = 3, seconds: float = 1.0,
+                      warmup: int = 3, progress: bool = False) -> Benchmark:
+    """Measure the samples/s of several ``tf.data`` pipelines in one run, interleaved so that a slow moment of a
+    shared machine hits every candidate alike.
+
+    `pipelines`: name -> a function that builds the dataset (it must not run out: use ``repeat``). Each is built
+    once, its first `warmup` batches (shuffle buffers filling, functions tracing) are not timed, then every
+    round iterates each pipeline for about `seconds` and records samples/s. Elements are dicts with
+    ``input_ids`` or ``(inputs, labels)`` tuples. Returns a `tpu_helpers.core.timing.Benchmark` (baseline: the
+    slowest pipeline).
+    """
+    iterators: dict[str, Any] = {}
+    batch = 0
+    for name, make in pipelines.items():
+        it = iter(make())
+        for _ in range(warmup):
+            first = next(it)
+        x = first[0] if isinstance(first, tuple) else first
+        batch = int(x["input_ids"].shape[0])
+        iterators[name] = it
+    values: dict[str, list[float]] = {name: [] for name in pipelines}
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+        bar = tqdm(total=rounds * len(pipelines), desc="measuring pipelines", unit="run")
+    for _ in range(rounds):
+        for name, it in iterators.items():
+            samples = 0
+            start = time.perf_counter()
+            while True:
+                x = next(it)
+                x = x[0] if isinstance(x, tuple) else x
+                samples += int(x["input_ids"].shape[0])
+                elapsed = time.perf_counter() - start
+                if elapsed >= seconds:
+                    break
+            values[name].append(samples / elapsed)
+            if bar is not None:
+                bar.update(1)
+    if bar is not None:
+        bar.close()
+    bench = Benchmark("pipelines", f"input pipelines, batch {batch}, {rounds} rounds of {seconds:g} s each",
+                      [Candidate(name, v, "samples/s") for name, v in values.items()], baseline="")
+    bench.baseline = min(bench.medians, key=bench.medians.get)
+    return bench

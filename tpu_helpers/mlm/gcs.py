@@ -1,0 +1,259 @@
+"""Google Cloud Storage checks with clear errors, through TensorFlow's own ``gs://`` filesystem.
+
+What a learner hits when putting training data in a bucket, each with its own exception and the fix:
+
+* a local path where a legacy **TPU Node** needs ``gs://`` (the TPU is another machine: it reads data from
+  memory it is sent or from GCS, never from this VM's disk) -> `NeedsGCSPathError`;
+* the local emulator on a TPU Node (the Node reads ``gs://`` itself, from Google's network, and cannot see an
+  emulator on this machine's loopback) -> `EmulatorOnTPUNodeError`;
+* **no credentials** -> `NoCredentialsError` (how to log in on Colab, Kaggle, a Cloud TPU VM or a laptop);
+* the **bucket is missing** -> `BucketNotFoundError` (how to create it);
+* the bucket exists but **cannot be read or written** -> `BucketNotReadableError` / `BucketNotWritableError`
+  (which IAM role, and on a TPU Node which service account, needs access).
+
+`check_bucket` runs them in that order and writes (then deletes) one small probe object, so the check proves
+exactly what training will do. The credential lookup mirrors TensorFlow's ``GoogleAuthProvider``
+(``xla/tsl/platform/cloud/google_auth_provider.cc``): ``GOOGLE_AUTH_TOKEN_FOR_TESTING``, then the file named by
+``GOOGLE_APPLICATION_CREDENTIALS``, then gcloud's application-default credentials file, then the GCE metadata
+server (a Cloud TPU VM's service account) unless ``NO_GCE_CHECK=true``. TensorFlow itself does not fail when
+none is found: it sends anonymous requests and the bucket answers 401/403, which is why this check exists.
+"""
+from __future__ import annotations
+
+import os
+import posixpath
+import time
+import urllib.error
+import urllib.request
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping
+
+from tpu_helpers.core.runtime import Runtime, detect_runtime
+
+__all__ = ["GCSError", "NeedsGCSPathError", "EmulatorOnTPUNodeError", "NoCredentialsError",
+           "BucketNotFoundError", "BucketNotReadableError", "BucketNotWritableError", "BucketCheck",
+           "is_gcs_path", "split_gcs_path", "join", "require_gcs_path", "using_emulator", "find_credentials",
+           "check_bucket"]
+
+
+class GCSError(RuntimeError):
+    """Base class: a storage location is not usable; the message says how to fix it."""
+
+
+class NeedsGCSPathError(GCSError, ValueError):
+    """A local path where the TPU (a legacy TPU Node) can only read ``gs://``."""
+
+
+class EmulatorOnTPUNodeError(GCSError):
+    """The local GCS emulator cannot serve a TPU Node."""
+
+
+class NoCredentialsError(GCSError):
+    """No Google Cloud credentials: requests would be anonymous."""
+
+
+class BucketNotFoundError(GCSError):
+    """The bucket does not exist."""
+
+
+class BucketNotReadableError(GCSError):
+    """The bucket exists (or may exist) but these credentials may not read it."""
+
+
+class BucketNotWritableError(GCSError):
+    """The bucket can be read but not written with these credentials."""
+
+
+def is_gcs_path(path: str | os.PathLike[str]) -> bool:
+    return str(path).startswith("gs://")
+
+
+def split_gcs_path(url: str) -> tuple[str, str]:
+    """``"gs://bucket/a/b"`` -> ``("bucket", "a/b")``; `ValueError` for anything else."""
+    url = str(url)
+    if not url.startswith("gs://") or len(url) <= 5 or url[5] == "/":
+        raise ValueError(f"not a gs:// URL with a bucket: {url!r} (expected gs://BUCKET/optional/prefix)")
+    bucket, _, prefix = url[5:].partition("/")
+    return bucket, prefix.strip("/")
+
+
+def join(base: str | os.PathLike[str], *parts: str) -> str:
+    """Join path parts with ``/`` for ``gs://`` (``os.path.join`` would use ``\\`` on Windows)."""
+    base = str(base)
+    return posixpath.join(base, *parts) if is_gcs_path(base) else os.path.join(base, *parts)
+
+
+def using_emulator(env: Mapping[str, str] | None = None) -> bool:
+    """True when the variables point TensorFlow at `tpu_helpers._infra.gcs_emulator.LocalGCS`."""
+    env = os.environ if env is None else env
+    return bool(env.get("TPU_COURSE_LOCAL_GCS")) and env.get("https_proxy") == env.get("TPU_COURSE_LOCAL_GCS")
+
+
+def require_gcs_path(path: str | os.PathLike[str], runtime: Runtime | None = None, *, what: str = "the data",
+                     env: Mapping[str, str] | None = None) -> str:
+    """Return `path` unchanged, or raise when this runtime's TPU could not read it.
+
+    On a legacy TPU Node a local path raises `NeedsGCSPathError`, and a ``gs://`` path served by the local
+    emulator raises `EmulatorOnTPUNodeError`. Elsewhere (TPU VM, GPU, CPU) local paths are fine.
+    """
+    runtime = runtime or detect_runtime(env)
+    path = str(path)
+    if runtime.is_tpu_node:
+        if not is_gcs_path(path):
+            raise NeedsGCSPathError(
+                f"{what} is at the local path {path!r}, but this runtime's TPU is a TPU Node ({runtime.tpu_address}): "
+                "a separate machine that reads training data from gs:// (or from tensors sent with the graph), "
+                "never from this VM's disk. Put it in a bucket, e.g. write_shards(..., 'gs://YOUR_BUCKET/mlm/train'), "
+                "and give the TPU's service account read access. (On a TPU VM local paths work.)")
+        if using_emulator(env):
+            raise EmulatorOnTPUNodeError(
+                f"{what} is in the local GCS emulator, but a TPU Node reads gs:// itself from Google's network and "
+                "cannot reach this machine's 127.0.0.1. Stop the emulator (gcs.stop(), then restart the kernel) and "
+                "use a real bucket.")
+    return path
+
+
+def _adc_file(env: Mapping[str, str], home: Path) -> Path:
+    config = env.get("CLOUDSDK_CONFIG")
+    base = Path(config) if config else (Path(env["APPDATA"]) / "gcloud" if os.name == "nt" and env.get("APPDATA")
+                                        else home / ".config" / "gcloud")
+    return base / "application_default_credentials.json"
+
+
+def _metadata_server_answers(timeout: float) -> bool:
+    host = os.environ.get("GCE_METADATA_HOST") or "metadata.google.internal"
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    req = urllib.request.Request(f"http://{host}/computeMetadata/v1/instance/service-accounts/default/email",
+                                 headers={"Metadata-Flavor": "Google"})
+    try:
+        with opener.open(req, timeout=timeout) as resp:
+            return resp.status == 200
+    except (OSError, urllib.error.URLError):
+        return False
+
+
+def _login_hint(runtime: Runtime) -> str:
+    if runtime.platform == "colab":
+        return ("on Colab run `from google.colab import auth; auth.authenticate_user()` in a cell, and use a bucket "
+                "your Google account can write")
+    if runtime.platform == "kaggle":
+        return ("on Kaggle attach Google Cloud Services (Add-ons > Google Cloud Services) and call "
+                "`from kaggle_secrets import UserSecretsClient; UserSecretsClient().set_gcloud_credentials(project=...)`")
+    if runtime.is_tpu_vm:
+        return ("on a Cloud TPU VM the VM's service account is used: create the TPU with a service account and the "
+                "cloud-platform scope (gcloud ... --service-account=... --scopes=cloud-platform), "
+                "or run `gcloud auth application-default login`")
+    return ("run `gcloud auth application-default login`, or set GOOGLE_APPLICATION_CREDENTIALS to a service-account "
+            "key file; to practise without Google Cloud, start the local emulator: "
+            "`from tpu_helpers._infra.gcs_emulator import LocalGCS; LocalGCS().start()`")
+
+
+def find_credentials(env: Mapping[str, str] | None = None, *, home: str | os.PathLike[str] | None = None,
+                     runtime: Runtime | None = None, check_metadata: bool = True,
+                     metadata_timeout: float = 1.0) -> str:
+    """Say where TensorFlow will get its GCS token from, in TensorFlow's order; `NoCredentialsError` if nowhere."""
+    env = os.environ if env is None else env
+    home = Path(home) if home is not None else Path.home()
+    if env.get("GOOGLE_AUTH_TOKEN_FOR_TESTING"):
+        return ("the local GCS emulator's test token" if using_emulator(env)
+                else "a fixed token from GOOGLE_AUTH_TOKEN_FOR_TESTING")
+    runtime = runtime or detect_runtime(env)
+    named = env.get("GOOGLE_APPLICATION_CREDENTIALS")
+    if named:
+        if Path(named).is_file():
+            return f"the credentials file GOOGLE_APPLICATION_CREDENTIALS={named}"
+        raise NoCredentialsError(f"GOOGLE_APPLICATION_CREDENTIALS={named} but there is no such file: fix the path "
+                                 f"or unset it; then {_login_hint(runtime)}.")
+    adc = _adc_file(env, home)
+    if adc.is_file():
+        return f"gcloud application-default credentials ({adc})"
+    if str(env.get("NO_GCE_CHECK", "")).lower() != "true" and check_metadata and _metadata_server_answers(metadata_timeout):
+        return "this VM's service account (GCE metadata server)"
+    raise NoCredentialsError(
+        "no Google Cloud credentials found (TensorFlow would send anonymous requests, and a private bucket answers "
+        f"401/403). Fix: {_login_hint(runtime)}.")
+
+
+@dataclass
+class BucketCheck:
+    """What `check_bucket` proved."""
+
+    url: str
+    bucket: str | None
+    credentials: str
+    writable: bool
+    emulator: bool
+    seconds: float
+
+    def __str__(self) -> str:
+        where = "local emulator" if self.emulator else ("Google Cloud Storage" if self.bucket else "local folder")
+        access = "readable and writable" if self.writable else "readable"
+        return f"{self.url}: {access} ({where}; credentials: {self.credentials}; checked in {self.seconds:.2f} s)"
+
+
+def _is(exc: BaseException, *names: str) -> bool:
+    return type(exc).__name__ in names
+
+
+def check_bucket(url: str | os.PathLike[str], *, write: bool = True, runtime: Runtime | None = None,
+                 env: Mapping[str, str] | None = None) -> BucketCheck:
+    """Check that `url` (``gs://bucket/prefix`` or a local folder) can be used for data and checkpoints.
+
+    Raises the error for the first problem found (see the module docstring); returns a `BucketCheck` when the
+    location is readable and, with `write`, writable (a probe object is written under the prefix and deleted).
+    Uses ``tf.io.gfile``: the same client as ``TFRecordDataset`` and Keras checkpoints.
+    """
+    start = time.perf_counter()
+    env = os.environ if env is None else env
+    runtime = runtime or detect_runtime(env)
+    url = str(url).rstrip("/")
+    require_gcs_path(url, runtime, what="this location", env=env)
+    import tensorflow as tf
+
+    if not is_gcs_path(url):
+        tf.io.gfile.makedirs(url)
+        if write and not os.access(url, os.W_OK):
+            raise BucketNotWritableError(f"the local folder {url} is not writable: choose another folder")
+        return BucketCheck(url, None, "not needed (local folder)", write, False, time.perf_counter() - start)
+
+    bucket, prefix = split_gcs_path(url)
+    emulated = using_emulator(env)
+    credentials = find_credentials(env, runtime=runtime)
+    node_note = (" On a TPU Node the TPU reads the bucket with its own service account "
+                 "(service-PROJECT_NUMBER@cloud-tpu.iam.gserviceaccount.com): grant it access too."
+                 if runtime.is_tpu_node else "")
+    try:
+        exists = tf.io.gfile.exists(f"gs://{bucket}")
+    except tf.errors.OpError as e:
+        if _is(e, "PermissionDeniedError", "UnauthenticatedError"):
+            raise BucketNotReadableError(
+                f"gs://{bucket}: access denied with {credentials} ({e.message.splitlines()[0][:200]}). The bucket may "
+                "belong to another project, or your account lacks roles/storage.objectViewer (read) and "
+                f"roles/storage.objectAdmin (write) on it.{node_note}") from None
+        raise
+    if not exists:
+        create = ("gcs.create_bucket(NAME) on the emulator object" if emulated else
+                  f"`gcloud storage buckets create gs://{bucket} --location=REGION` (the TPU's region, e.g. "
+                  "us-central1: reading across regions is slower and costs egress)")
+        raise BucketNotFoundError(f"the bucket gs://{bucket} does not exist (or the name is misspelled). "
+                                  f"Create it with {create}, or use an existing bucket.")
+    writable = False
+    if write:
+        folder = f"gs://{bucket}/{prefix}" if prefix else f"gs://{bucket}"
+        probe = join(folder, f".tpu-course-write-probe-{uuid.uuid4().hex[:12]}")
+        try:
+            with tf.io.gfile.GFile(probe, "w") as f:
+                f.write("tpu-course write probe: safe to delete\n")
+            tf.io.gfile.remove(probe)
+            writable = True
+        except tf.errors.OpError as e:
+            if _is(e, "PermissionDeniedError", "UnauthenticatedError"):
+                raise BucketNotWritableError(
+                    f"gs://{bucket} exists but {credentials} may not write to it "
+                    f"({e.message.splitlines()[0][:200]}). Grant roles/storage.objectAdmin on the bucket "
+                    f"(`gcloud storage buckets add-iam-policy-binding gs://{bucket} --member=user:YOU "
+                    f"--role=roles/storage.objectAdmin`), or use a bucket you own.{node_note}") from None
+            raise
+    return BucketCheck(url, bucket, credentials, writable, emulated, time.perf_counter() - start)

@@ -1,0 +1,288 @@
+"""Padding strategies and what they cost: XLA compilations against padded-token waste.
+
+XLA compiles one program per input shape (rule 3). Padding every batch to one length gives one compilation
+but computes on padding; padding each batch to its own longest sample computes little padding but compiles
+once per distinct length. This module measures the trade-off for any list of token lengths, framework-free
+(numpy only), so the TensorFlow and the PyTorch/XLA notebooks share it.
+
+    report = padding_report(lengths, batch_size=32, max_length=128, seed=0)
+    print(report.table())                 # strategy, compilations, padded fraction, tokens computed per real one
+    plot_padding_reports({"queries": report})
+    for batch in padded_batches(lengths, 32, "multiple_of_32", max_length=128):
+        enc = tokenizer([texts[i] for i in batch.indices], **batch.tokenizer_kwargs)   # the tokenizer pads
+
+Strategies (names accepted everywhere a ``strategy`` is asked for):
+
+* ``"longest"``: pad each batch to its longest sample (``padding="longest"``, what dynamic padding does).
+* ``"multiple_of_N"``: the same, rounded up to a multiple of N (``pad_to_multiple_of=N``, the seeds' advice:
+  N = 8, 32 or 64). ``max_length`` must be a multiple of N, as transformers' tokenizers require when they
+  truncate and pad to a multiple together.
+* ``"bucketing"``: group samples of similar length into buckets (upper bounds ``boundaries``, default powers of
+  two up to ``max_length``) and pad each batch to its bucket's bound, like
+  ``tf.data.Dataset.bucket_by_sequence_length(..., pad_to_bucket_boundary=True)``.
+* ``"max_length"``: pad everything to ``max_length`` (``padding="max_length"``): one shape, the most padding.
+
+Batches keep a fixed number of rows (``drop_remainder=True``, as a TPU needs), so the number of compilations
+is the number of distinct padded lengths. Samples longer than ``max_length`` are truncated, as
+``truncation=True`` does; the tokens cut off are reported (``truncated_fraction``) but are not "real" tokens.
+
+The padded lengths follow the Hugging Face tokenizers' own rule, so ``PaddedBatch.tokenizer_kwargs`` makes a
+tokenizer produce exactly the predicted shape (the unit tests and notebook 01 check this on a real tokenizer):
+``pad_to_multiple_of`` rounds the longest length up to the next multiple (transformers'
+``PreTrainedTokenizerBase._pad``; `tokenizers`' ``Tokenizer.enable_padding(pad_to_multiple_of=...)``).
+
+Offline text to try it on: short BANKING77-style queries (`tpu_helpers.shared.banking_queries`) and long
+English-like paragraphs (`tpu_helpers.shared.synthetic_text`); both depend only on their seed.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from tpu_helpers.core.tables import format_table
+
+__all__ = [
+    "DEFAULT_STRATEGIES", "PaddedBatch", "StrategyResult", "PaddingReport", "round_up", "default_boundaries",
+    "padded_batches", "evaluate_strategy", "padding_report", "plot_padding_reports",
+]
+
+DEFAULT_STRATEGIES = ("longest", "multiple_of_8", "multiple_of_32", "multiple_of_64", "bucketing", "max_length")
+_MULTIPLE_RE = re.compile(r"multiple_of_(\d+)$")
+
+
+def round_up(n: int, multiple: int) -> int:
+    """``n`` rounded up to a multiple of ``multiple`` (what ``pad_to_multiple_of`` does)."""
+    if multiple < 1:
+        raise ValueError(f"multiple must be >= 1, not {multiple}")
+    return -(-int(n) // multiple) * multiple
+
+
+def default_boundaries(max_length: int, smallest: int = 8) -> list[int]:
+    """Bucket upper bounds: powers of two from ``smallest`` up to ``max_length`` (always included)."""
+    bounds, b = [], smallest
+    while b < max_length:
+        bounds.append(b)
+        b *= 2
+    return bounds + [max_length]
+
+
+def _check_strategy(strategy: str) -> str:
+    if strategy in ("longest", "bucketing", "max_length") or _MULTIPLE_RE.match(strategy):
+        return strategy
+    raise ValueError(f"unknown padding strategy {strategy!r}: use 'longest', 'multiple_of_N' (e.g. "
+                     f"'multiple_of_32'), 'bucketing' or 'max_length'")
+
+
+@dataclass(frozen=True)
+class PaddedBatch:
+    """One batch: which samples (``indices`` into the length list) and the length they are padded to."""
+
+    indices: np.ndarray
+    padded_length: int
+    strategy: str
+    max_length: int
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (len(self.indices), self.padded_length)
+
+    @property
+    def tokenizer_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments that make a Hugging Face tokenizer (or ``DataCollatorWithPadding``) pad this batch
+        to exactly ``padded_length``, using its own padding options."""
+        if self.strategy == "longest":
+            return {"padding": "longest", "truncation": True, "max_length": self.max_length}
+        m = _MULTIPLE_RE.match(self.strategy)
+        if m:
+            return {"padding": "longest", "truncation": True, "max_length": self.max_length,
+                    "pad_to_multiple_of": int(m.group(1))}
+        # bucketing and max_length: a fixed length for this batch (truncation still at the global max_length)
+        return {"padding": "max_length", "truncation": True, "max_length": self.padded_length}
+
+
+def _stream_batches(order: np.ndarray, batch_size: int, drop_remainder: bool) -> list[np.ndarray]:
+    n_full = len(order) // batch_size
+    batches = [order[i * batch_size:(i + 1) * batch_size] for i in range(n_full)]
+    if not drop_remainder and len(order) % batch_size:
+        batches.append(order[n_full * batch_size:])
+    return batches
+
+
+def padded_batches(lengths: Sequence[int], batch_size: int, strategy: str, *, max_length: int,
+                   boundaries: Sequence[int] | None = None, drop_remainder: bool = True,
+                   seed: int | None = None) -> list[PaddedBatch]:
+    """Batch samples (in the given order, or shuffled with ``seed``) and pad them the ``strategy`` way.
+
+    ``lengths`` are token counts before truncation. Returns one `PaddedBatch` per batch.
+    """
+    _check_strategy(strategy)
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, not {batch_size}")
+    if max_length < 1:
+        raise ValueError(f"max_length must be >= 1, not {max_length}")
+    m = _MULTIPLE_RE.match(strategy)
+    if m and max_length % int(m.group(1)):
+        raise ValueError(f"max_length={max_length} is not a multiple of {m.group(1)}: transformers' tokenizers "
+                         f"refuse to truncate to it and pad to a multiple of {m.group(1)}; choose a max_length "
+                         f"that is (e.g. {round_up(max_length, int(m.group(1)))}) or leave '{strategy}' out")
+    lens = np.minimum(np.asarray(lengths, dtype=np.int64), max_length)
+    order = np.arange(len(lens))
+    if seed is not None:
+        order = np.random.default_rng(seed).permutation(len(lens))
+    out: list[PaddedBatch] = []
+    if strategy == "bucketing":
+        bounds = sorted(set(int(b) for b in (boundaries or default_boundaries(max_length))))
+        if bounds[-1] < max_length:
+            bounds.append(max_length)
+        pending: dict[int, list[int]] = {b: [] for b in bounds}
+        for i in order:
+            bound = bounds[int(np.searchsorted(bounds, lens[i]))]  # first bound >= length
+            pending[bound].append(int(i))
+            if len(pending[bound]) == batch_size:
+                out.append(PaddedBatch(np.array(pending[bound]), bound, strategy, max_length))
+                pending[bound] = []
+        if not drop_remainder:
+            out += [PaddedBatch(np.array(v), b, strategy, max_length) for b, v in pending.items() if v]
+        return out
+    for idx in _stream_batches(order, batch_size, drop_remainder):
+        longest = int(lens[idx].max())
+        if strategy == "longest":
+            padded = longest
+        elif strategy == "max_length":
+            padded = max_length
+        else:
+            padded = round_up(longest, int(m.group(1)))
+        out.append(PaddedBatch(idx, padded, strategy, max_length))
+    return out
+
+
+@dataclass(frozen=True)
+class StrategyResult:
+    """What one strategy costs on a length distribution."""
+
+    strategy: str
+    batches: int
+    compilations: int  # distinct batch shapes = XLA programs to compile
+    shapes: tuple[tuple[int, int], ...]  # the distinct (rows, padded length) shapes, sorted
+    real_tokens: int  # tokens of the samples (after truncation) in the batches
+    computed_tokens: int  # rows x padded length, summed over batches
+
+    @property
+    def padded_fraction(self) -> float:
+        """Share of computed tokens that are padding (0 = none)."""
+        return 1.0 - self.real_tokens / self.computed_tokens if self.computed_tokens else 0.0
+
+    @property
+    def tokens_per_real_token(self) -> float:
+        """Tokens computed per real token (1.0 = no padding)."""
+        return self.computed_tokens / self.real_tokens if self.real_tokens else float("nan")
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"strategy": self.strategy, "batches": self.batches, "compilations": self.compilations,
+                "padded_fraction": round(self.padded_fraction, 4),
+                "tokens_per_real_token": round(self.tokens_per_real_token, 3),
+                "real_tokens": self.real_tokens, "computed_tokens": self.computed_tokens}
+
+
+def evaluate_strategy(lengths: Sequence[int], batch_size: int, strategy: str, *, max_length: int,
+                      boundaries: Sequence[int] | None = None, drop_remainder: bool = True,
+                      seed: int | None = None) -> StrategyResult:
+    """Compilations and padded-token waste of one strategy (see `padded_batches` for the arguments)."""
+    lens = np.minimum(np.asarray(lengths, dtype=np.int64), max_length)
+    batches = padded_batches(lengths, batch_size, strategy, max_length=max_length, boundaries=boundaries,
+                             drop_remainder=drop_remainder, seed=seed)
+    shapes = tuple(sorted({b.shape for b in batches}))
+    real = int(sum(int(lens[b.indices].sum()) for b in batches))
+    computed = int(sum(b.shape[0] * b.shape[1] for b in batches))
+    return StrategyResult(strategy, len(batches), len(shapes), shapes, real, computed)
+
+
+@dataclass
+class PaddingReport:
+    """`StrategyResult` per strategy for one length distribution (``report["longest"].compilations``)."""
+
+    results: dict[str, StrategyResult]
+    batch_size: int
+    max_length: int
+    samples: int
+    truncated_fraction: float  # share of all tokens cut off by truncation at max_length
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def __getitem__(self, strategy: str) -> StrategyResult:
+        return self.results[strategy]
+
+    def __iter__(self):
+        return iter(self.results.values())
+
+    def rows(self) -> list[dict[str, Any]]:
+        return [r.as_dict() for r in self.results.values()]
+
+    def table(self) -> str:
+        """A plain-text table, one line per strategy."""
+        return format_table(
+            ({"strategy": r.strategy, "compilations": r.compilations, "padded %": f"{r.padded_fraction:.1%}",
+              "computed/real": f"{r.tokens_per_real_token:.2f}"} for r in self.results.values()),
+            title=f"{self.samples} samples, batch {self.batch_size}, max_length {self.max_length} "
+                  f"({self.truncated_fraction:.1%} of tokens truncated)")
+
+    def __str__(self) -> str:
+        return self.table()
+
+
+def padding_report(lengths: Sequence[int], batch_size: int, *, max_length: int,
+                   strategies: Iterable[str] = DEFAULT_STRATEGIES, boundaries: Sequence[int] | None = None,
+                   drop_remainder: bool = True, seed: int | None = 0) -> PaddingReport:
+    """Evaluate several padding strategies on one distribution of token lengths.
+
+    ``seed`` shuffles the sample order once (the order training would see; ``None`` keeps the given order),
+    and every strategy sees the same order.
+    """
+    lens = np.asarray(lengths, dtype=np.int64)
+    if lens.size < batch_size:
+        raise ValueError(f"{lens.size} samples are fewer than one batch of {batch_size}: nothing to compare")
+    results = {s: evaluate_strategy(lens, batch_size, s, max_length=max_length, boundaries=boundaries,
+                                    drop_remainder=drop_remainder, seed=seed) for s in strategies}
+    total = int(lens.sum())
+    cut = int(np.maximum(lens - max_length, 0).sum())
+    return PaddingReport(results, batch_size, max_length, int(lens.size), cut / total if total else 0.0)
+
+
+def plot_padding_reports(reports: PaddingReport | Mapping[str, PaddingReport], ax=None, title: str | None = None):
+    """One figure: compilations (x, log scale) against padded-token fraction (y) for every strategy.
+
+    Pass one report or a ``{"dataset name": report}`` mapping (one marker style per dataset). Returns the
+    matplotlib Figure.
+    """
+    import matplotlib.pyplot as plt
+
+    if isinstance(reports, PaddingReport):
+        reports = {"": reports}
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    else:
+        fig = ax.figure
+    markers = "os^Dv<>"
+    for k, (name, rep) in enumerate(reports.items()):
+        marker = markers[k % len(markers)]
+        label = f"{name} (batch {rep.batch_size}, max_length {rep.max_length})" if name else None
+        pts = ax.scatter([r.compilations for r in rep], [100 * r.padded_fraction for r in rep], marker=marker,
+                         s=55, label=label, zorder=3)
+        # the "pad to a length" family (longest ... max_length) as one faint line; bucketing stands alone
+        family = [r for r in rep if r.strategy != "bucketing"]
+        ax.plot([r.compilations for r in family], [100 * r.padded_fraction for r in family], linestyle=":",
+                color=pts.get_facecolor()[0], alpha=0.6, zorder=2)
+        for r in rep:
+            ax.annotate(r.strategy.replace("multiple_of_", "×"), (r.compilations, 100 * r.padded_fraction),
+                        textcoords="offset points", xytext=(5, 4), fontsize=8)
+    ax.set_xscale("log")
+    ax.set_xlabel("XLA compilations (distinct padded shapes, log scale)")
+    ax.set_ylabel("padding: % of computed tokens")
+    ax.set_title(title or "Padding strategies: compilations vs wasted tokens")
+    ax.grid(True, which="both", alpha=0.3)
+    if any(reports.keys()):
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig

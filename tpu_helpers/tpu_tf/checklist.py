@@ -1,0 +1,85 @@
+"""The TPU-readiness checklist of notebooks 03 and 04: variables made outside the strategy's scope, the
+``jit_compile`` decision, batches a TPU can shard, and a pipeline a TPU can read."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable, Sequence
+
+from tpu_helpers.xla_tf.xla import jit_compile_for, strategy_kind
+
+__all__ = ["variables_outside_scope", "CheckItem", "tpu_checklist", "format_checklist"]
+
+
+def variables_outside_scope(strategy: Any, variables: Iterable[Any]) -> list[str]:
+    """Names of the variables that were *not* created under ``strategy.scope()``."""
+    return [getattr(v, "name", repr(v)) for v in variables
+            if not strategy.extended.variable_created_in_scope(v)]
+
+
+# --------------------------------------------------------------------------------------- the checklist
+@dataclass
+class CheckItem:
+    """One line of the TPU-readiness checklist: `ok` is True/False, or None when it cannot be checked here."""
+
+    item: str
+    ok: bool | None
+    detail: str = ""
+
+    def __str__(self) -> str:
+        mark = {True: "[x]", False: "[ ]", None: "[?]"}[self.ok]
+        return f"{mark} {self.item}{': ' + self.detail if self.detail else ''}"
+
+
+def tpu_checklist(strategy: Any, model: Any = None, dataset: Any = None, jit_compile: bool | None = None,
+                  xla_trained: bool | None = None) -> list[CheckItem]:
+    """The closing checklist of Hugging Face's TPU guide, evaluated against your own objects.
+
+    Checks what it can: the model's (and optimizer's) variables were created under `strategy.scope()`,
+    the pipeline is pure tf.data (a TPU Node can run it) and reads no local files, every shape in its
+    ``element_spec`` is static, and ``jit_compile`` is what `tpu_helpers.xla_tf.xla.jit_compile_for` says for this strategy
+    (`jit_compile` defaults to ``model.jit_compile``). `xla_trained` records whether you trained with
+    ``jit_compile=True`` on CPU/GPU first (None: not checked).
+    """
+    from tpu_helpers.tpu_tf.purity import inspect_pipeline, unknown_dims
+
+    items = []
+    if model is not None or xla_trained is not None:
+        items.append(CheckItem("model trained with jit_compile=True on CPU/GPU first (the three XLA rules hold)",
+                               xla_trained, "" if xla_trained is not None else "not checked here"))
+    if dataset is not None:
+        report = inspect_pipeline(dataset)
+        items.append(CheckItem("data pipeline is pure tf.data (a TPU Node can run it)", report.is_pure,
+                               "" if report.is_pure else "; ".join(sorted({f.kind for f in report.findings}))))
+        local = report.local_files
+        if not report.is_pure:
+            files_ok, files_detail = None, "cannot tell: its Python ops may read local files (to_tf_dataset does)"
+        else:
+            files_ok = not local
+            files_detail = f"reads {len(local)} local file(s): fine on a TPU VM" if local else ""
+        items.append(CheckItem("data is in memory or gs:// (no local files, for a TPU Node)", files_ok,
+                               files_detail))
+        dims = unknown_dims(dataset.element_spec)
+        items.append(CheckItem("every shape in element_spec is static (drop_remainder=True, fixed padding)",
+                               not dims, ", ".join(dims)))
+    if model is not None:
+        variables = list(getattr(model, "variables", []))
+        opt = getattr(model, "optimizer", None)
+        if opt is not None and hasattr(opt, "variables"):
+            ov = opt.variables
+            variables += list(ov() if callable(ov) else ov)
+        outside = variables_outside_scope(strategy, variables)
+        items.append(CheckItem("model and optimizer created inside strategy.scope()", not outside,
+                               f"{len(outside)} variable(s) outside, e.g. {outside[0]}" if outside
+                               else f"{len(variables)} variables checked"))
+    if jit_compile is None and model is not None:
+        jit_compile = getattr(model, "jit_compile", None)
+    if model is not None or jit_compile is not None:
+        decision = jit_compile_for(strategy)
+        want, why = decision.enabled, decision.reason
+        items.append(CheckItem(f"jit_compile={want} for this strategy ({strategy_kind(strategy)})",
+                               None if jit_compile is None else bool(jit_compile) == want, why))
+    return items
+
+
+def format_checklist(items: Sequence[CheckItem]) -> str:
+    return "\n".join(str(i) for i in items)

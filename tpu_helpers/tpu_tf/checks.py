@@ -1,0 +1,210 @@
+"""Self-checks for notebook 03's exercises (TPU access in TensorFlow: replicas, batches, pipelines).
+
+Each check runs the learner's answer on inputs it builds itself and tests what it *does*, never its source:
+
+* `check_global_batch_and_steps`: ``SLICE_REPLICAS`` (how many TensorFlow replicas each slice has) must match
+  `tpu_helpers.tpu_tf.strategy.slice_info` on v5e-1, v3-8, v5e-8 and v3-32, and ``global_batch_and_steps(per_replica_batch,
+  replicas, num_examples)`` must return ``(global batch, steps per epoch with drop_remainder=True)`` equal to
+  `tpu_helpers.tpu_tf.strategy.plan_batches` on those slices, with datasets that divide evenly, leave a remainder, or
+  are smaller than one global batch. Typical slips are named: counting chips instead of TensorCores on v3,
+  rounding the steps up, dividing by the per-replica batch.
+* `check_node_ready_dataset`: ``make_node_ready_dataset(features, labels, batch_size)`` must return a
+  `tf.data.Dataset` that a TPU Node can run (`tpu_helpers.tpu_tf.purity.inspect_pipeline`: no
+  ``py_function``/``numpy_function``/``from_generator``, no local files), whose ``element_spec`` is static
+  (`tpu_helpers.tpu_tf.purity.unknown_dims`: ``drop_remainder=True``), batched ``(features, labels)`` pairs of
+  ``batch_size`` rows, one epoch of ``len(features) // batch_size`` batches in which every example keeps its own
+  label and none repeats (shuffling is allowed).
+"""
+from __future__ import annotations
+
+import math
+from numbers import Integral
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from tpu_helpers.core.exercises import (
+    CheckResult,
+    NotAttempted,
+    answer_for,
+    call_answer,
+    run_check,
+    short,
+)
+from tpu_helpers.tpu_tf.batches import plan_batches, slice_info
+
+__all__ = ["SLICES", "check_global_batch_and_steps", "check_node_ready_dataset"]
+
+answer = answer_for(__package__)  # the notebook's answers, or this package's solutions.py when solutions are on
+
+SLICES = ("v5e-1", "v3-8", "v5e-8", "v3-32")
+# (per-replica batch, examples): a remainder, an exact fit, fewer examples than one global batch of 8+ replicas
+_BATCH_CASES = ((32, 10_000), (16, 4096), (8, 40), (64, 1_000_003))
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, Integral) and not isinstance(value, bool)
+
+
+# ------------------------------------------------------------------------------------ batch arithmetic
+def _replica_problem(name: str, value: Any) -> str | None:
+    info = slice_info(name)
+    if not _is_int(value):
+        return f"SLICE_REPLICAS[{name!r}] is {short(value)}: give a whole number of replicas"
+    if value == info.replicas:
+        return None
+    why = {"v3": "a v3 chip has 2 TensorCores, and TensorFlow makes one replica per TensorCore",
+           "v5e": "a v5e chip has 1 TensorCore, so one replica per chip"}[info.generation]
+    if value == info.chips and info.replicas != info.chips:
+        return (f"SLICE_REPLICAS[{name!r}] = {value} counts the chips of {name}; {why}. The number in a v3 "
+                "slice's name counts TensorCores, not chips.")
+    if info.hosts and value == info.hosts and info.hosts > 1:
+        return (f"SLICE_REPLICAS[{name!r}] = {value} counts the hosts (machines) of {name}; every host drives "
+                f"{info.replicas // info.hosts} replicas, and TensorFlow replicates over all of them.")
+    if value == 2 * info.chips and info.generation == "v5e":
+        return (f"SLICE_REPLICAS[{name!r}] = {value} counts two cores per chip; {why}. The number in a v5e "
+                "slice's name counts chips.")
+    return f"SLICE_REPLICAS[{name!r}] = {value} is not the number of replicas of {name}; {why}."
+
+
+def _batch_problem(result: Any, per_replica: int, replicas: int, examples: int) -> str | None:
+    call = f"global_batch_and_steps({per_replica}, {replicas}, {examples})"
+    plan = plan_batches(per_replica, replicas, examples, drop_remainder=True)
+    want = (plan.global_batch, plan.steps_per_epoch)
+    if not isinstance(result, (tuple, list)) or len(result) != 2:
+        return f"{call} returned {short(result)}: return two numbers, (global_batch, steps_per_epoch)"
+    global_batch, steps = result
+    if not _is_int(global_batch) or not _is_int(steps):
+        return (f"{call} returned {short(tuple(result))}: both must be whole numbers (int). Steps count whole "
+                "batches: use integer division, examples // global_batch.")
+    if global_batch != plan.global_batch:
+        if global_batch == per_replica:
+            return (f"{call} returned global batch {global_batch}, the per-replica batch: the pipeline builds the "
+                    f"global batch, which tf.distribute splits over the replicas, so it is per-replica batch x "
+                    f"replicas = {plan.global_batch}")
+        return (f"{call} returned global batch {global_batch}, expected per-replica batch x replicas = "
+                f"{per_replica} x {replicas}")
+    if steps == want[1]:
+        return None
+    if steps == math.ceil(examples / plan.global_batch):
+        return (f"{call} returned {steps} steps: you rounded up. With drop_remainder=True the last, partial batch "
+                f"({plan.remainder} examples) is dropped, so steps = {examples} // {plan.global_batch} = {want[1]}")
+    if steps in (examples // per_replica, math.ceil(examples / per_replica)):
+        return (f"{call} returned {steps} steps: you divided by the per-replica batch. Each step consumes one "
+                f"global batch ({plan.global_batch} examples over {replicas} replicas)")
+    return f"{call} returned {steps} steps; with drop_remainder=True an epoch has examples // global batch steps"
+
+
+def check_global_batch_and_steps(global_batch_and_steps: Callable, slice_replicas: Mapping[str, Any],
+                                 this_runtime: tuple[int, int, int] | None = None) -> CheckResult:
+    """``slice_replicas`` must give each of `SLICES` its replicas, and ``global_batch_and_steps(per_replica_batch,
+    replicas, num_examples)`` must agree with `tpu_helpers.tpu_tf.strategy.plan_batches` on every slice and example count
+    (plus ``this_runtime = (per_replica_batch, replicas, num_examples)``, the notebook's own run, if given)."""
+
+    def body() -> str:
+        call_answer(global_batch_and_steps, 8, 8, 100, what="global_batch_and_steps(8, 8, 100)")
+        if not isinstance(slice_replicas, Mapping):
+            raise AssertionError(f"SLICE_REPLICAS must be a dict {{slice name: replicas}}, not {short(slice_replicas)}")
+        missing = [name for name in SLICES if slice_replicas.get(name) is None]
+        if missing:
+            raise NotAttempted(f"global_batch_and_steps is written; now fill in SLICE_REPLICAS for {', '.join(missing)}")
+        for name in SLICES:
+            problem = _replica_problem(name, slice_replicas[name])
+            assert problem is None, problem
+        cases = [(b, slice_info(name).replicas, n) for name in SLICES for b, n in _BATCH_CASES]
+        if this_runtime is not None:
+            cases.append(tuple(int(v) for v in this_runtime))
+        for per_replica, replicas, examples in cases:
+            result = call_answer(global_batch_and_steps, per_replica, replicas, examples,
+                                 what=f"global_batch_and_steps({per_replica}, {replicas}, {examples})")
+            problem = _batch_problem(result, per_replica, replicas, examples)
+            assert problem is None, problem
+        v3_32 = plan_batches(32, slice_info("v3-32").replicas, 10_000)
+        return (f"replicas per slice {dict((n, slice_info(n).replicas) for n in SLICES)}, and global batch and "
+                f"steps agree with plan_batches on {len(cases)} cases (e.g. 32 per replica on a v3-32: global batch "
+                f"{v3_32.global_batch}, {v3_32.steps_per_epoch} steps for 10,000 examples)")
+
+    return run_check(body)
+
+
+# ------------------------------------------------------------------------------- a TPU-Node-ready pipeline
+def _check_data(rows: int, length: int = 6, seed: int = 3) -> tuple[np.ndarray, np.ndarray]:
+    """Token ids whose first column is the row's index (so every example can be traced), and 0/1 labels."""
+    rng = np.random.default_rng(seed)
+    features = rng.integers(1, 1000, size=(rows, length)).astype(np.int32)
+    features[:, 0] = np.arange(rows, dtype=np.int32)
+    labels = rng.integers(0, 2, size=rows).astype(np.int32)
+    return features, labels
+
+
+def check_node_ready_dataset(make_node_ready_dataset: Callable, batch_size: int = 8) -> CheckResult:
+    """``make_node_ready_dataset(features, labels, batch_size)`` on ``3.5 * batch_size + 1`` in-memory examples:
+    a pure, static-shaped, one-epoch ``tf.data`` pipeline of ``(features, labels)`` batches with the right pairs."""
+
+    def body() -> str:
+        import tensorflow as tf
+
+        from tpu_helpers.tpu_tf.purity import inspect_pipeline, unknown_dims
+
+        rows = 3 * batch_size + batch_size // 2 + 1  # a ragged remainder, as real data has
+        features, labels = _check_data(rows)
+        what = f"make_node_ready_dataset(features, labels, {batch_size})"
+        ds = call_answer(make_node_ready_dataset, features, labels, batch_size, what=what)
+        assert isinstance(ds, tf.data.Dataset), (
+            f"{what} returned {short(ds)}: return a tf.data.Dataset (tf.data.Dataset.from_tensor_slices(...)...)")
+        report = inspect_pipeline(ds)
+        if not report.is_pure:
+            kinds = sorted(report.kinds)
+            raise AssertionError(
+                f"your pipeline uses {', '.join(kinds)}, which a TPU Node cannot run: "
+                + report.findings[0].explanation + " Build it from the arrays with tf.data.Dataset.from_tensor_slices "
+                "and tf ops only.")
+        assert not report.local_files, (
+            f"your pipeline reads {len(report.local_files)} file(s) from this machine's disk "
+            f"(e.g. {report.local_files[0]}): a TPU Node cannot see them. Keep the arrays in memory "
+            "(from_tensor_slices) or put the files on gs://.")
+        spec = ds.element_spec
+        if not (isinstance(spec, tuple) and len(spec) == 2
+                and all(isinstance(s, tf.TensorSpec) for s in spec)):
+            raise AssertionError(f"each element should be a (features, labels) pair, as Keras' fit() takes it; "
+                                 f"your element_spec is {short(spec, 200)}")
+        x_spec, y_spec = spec
+        if x_spec.shape.rank == features.ndim - 1:
+            raise AssertionError(f"the elements are single examples (features of shape {x_spec.shape}): batch "
+                                 f"them, .batch({batch_size}, drop_remainder=True)")
+        dims = unknown_dims(spec)
+        assert not dims, (
+            f"element_spec has an unknown dimension ({'; '.join(dims)}): without drop_remainder=True the last batch "
+            "may be smaller, so XLA cannot know the batch shape and compiles again for it. Use "
+            f".batch({batch_size}, drop_remainder=True)")
+        want_x, want_y = (batch_size, *features.shape[1:]), (batch_size, *labels.shape[1:])
+        assert tuple(x_spec.shape) == want_x and tuple(y_spec.shape) == want_y, (
+            f"batches have shapes {x_spec.shape} and {y_spec.shape}, expected {want_x} and {want_y}: batch "
+            f"with batch_size={batch_size}, once")
+        steps = rows // batch_size
+        assert int(ds.cardinality()) != int(tf.data.INFINITE_CARDINALITY), (
+            "your dataset never ends (.repeat()): return one epoch; Keras' fit(epochs=...) starts it again")
+        seen_x, seen_y = [], []
+        for n, (x, y) in enumerate(ds):
+            if n >= steps + 1:
+                break
+            seen_x.append(np.asarray(x)), seen_y.append(np.asarray(y))
+        assert len(seen_x) == steps, (
+            f"one epoch gave {len(seen_x)}{'+' if len(seen_x) > steps else ''} batches; {rows} examples in batches "
+            f"of {batch_size} with drop_remainder=True make {steps}")
+        xs, ys = np.concatenate(seen_x), np.concatenate(seen_y)
+        index = xs[:, 0]
+        assert ((index >= 0) & (index < rows)).all() and (xs == features[np.clip(index, 0, rows - 1)]).all(), (
+            "the features in your batches are not rows of the features you were given: keep the values as they are")
+        assert len(np.unique(index)) == len(index), (
+            "some examples appear twice in one epoch: build the dataset once from the arrays, without .repeat()")
+        assert (ys == labels[index]).all(), (
+            f"{int((ys != labels[index]).sum())} of {len(ys)} examples have another example's label: features and "
+            "labels must stay paired. Slice them together, from_tensor_slices((features, labels)), and shuffle "
+            "the pairs, not each array separately")
+        shuffled = "shuffled" if (index != np.arange(len(index))).any() else "in order"
+        return (f"pure tf.data, no local files, static element_spec {tuple(x_spec.shape)} / {tuple(y_spec.shape)}, "
+                f"{steps} batches of {batch_size} ({shuffled}), every example with its own label: a TPU Node can "
+                "run this")
+
+    return run_check(body)

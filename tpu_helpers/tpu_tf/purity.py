@@ -1,0 +1,208 @@
+"""Can a TPU run this input pipeline? Inspect a `tf.data.Dataset`'s graph for Python ops and local files.
+
+A ``tf.data`` pipeline is a graph of dataset ops that TensorFlow can serialise and run anywhere, including on
+the host of a TPU Node, a different machine from the notebook. Three things break that:
+
+* ``tf.py_function`` (op ``EagerPyFunc``), ``tf.numpy_function`` (op ``PyFunc``/``PyFuncStateless``) and
+  ``Dataset.from_generator`` (a ``GeneratorDataset`` whose functions are ``PyFunc`` ops) call back into the
+  *Python interpreter of the process that built the pipeline*. A TPU Node's host has no such interpreter,
+  so the pipeline cannot run there. On a TPU VM (and on CPU/GPU) they work, but they run in Python: serially,
+  under the GIL, often the bottleneck of a fast accelerator.
+* file-reading datasets (``TFRecordDataset``, ``TextLineDataset``, ...) whose paths are on this machine's
+  disk: a TPU Node cannot see that disk; it reads ``gs://`` only. The file names are found the way
+  TensorFlow finds a pipeline's asset files (``Dataset._maybe_track_assets`` in
+  ``tensorflow/python/data/ops/dataset_ops.py``): the readers route their file names through an
+  ``Identity`` node named ``FileIdentity``, and so does ``list_files`` with the files it matched. File names
+  that reach a reader only as plain tensors inside your own ``interleave``/``flat_map`` function are not seen.
+
+Hugging Face's `Dataset.to_tf_dataset()` and `model.prepare_tf_dataset()` stream rows out of an Arrow table
+on local disk, so they are exactly such pipelines: in datasets 5.0.1, ``datasets/utils/tf_utils.py`` wraps
+the row fetch in ``tf.py_function`` (``num_workers=0``) or builds a ``Dataset.from_generator`` (``num_workers
+> 0``). The transformers guide warns that both "will fail on a TPU Node"
+(https://huggingface.co/docs/transformers/perf_train_tpu_tf).
+
+`inspect_pipeline(ds)` serialises the dataset graph (the same ``DatasetToGraphV2`` TensorFlow uses to ship
+a pipeline to another worker), walks every node, including the bodies of ``map``/``flat_map``/``interleave``
+functions, and lists what it found with a plain-language explanation.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Finding", "PipelineReport", "inspect_pipeline", "unknown_dims", "EXPLANATIONS", "PY_OPS"]
+
+PY_OPS = {"PyFunc": "numpy_function", "PyFuncStateless": "numpy_function", "EagerPyFunc": "py_function"}
+FILE_DATASET_OPS = {"TFRecordDataset", "TFRecordDatasetV2", "TextLineDataset", "FixedLengthRecordDataset",
+                    "FixedLengthRecordDatasetV2"}
+
+EXPLANATIONS = {
+    "py_function": (
+        "tf.py_function (op EagerPyFunc) runs a Python function of the notebook's process for every element. "
+        "A TPU Node's host cannot call back into your Python, so the pipeline fails there; on a TPU VM it "
+        "works but runs under Python's GIL. Datasets' to_tf_dataset() fetches its rows this way."),
+    "numpy_function": (
+        "tf.numpy_function (op PyFunc) calls NumPy code in the notebook's Python process. A TPU Node's host "
+        "cannot run it; on a TPU VM it works but is serial Python. Rewrite it with tf ops, or precompute the "
+        "result and save it (in memory or as TFRecords)."),
+    "from_generator": (
+        "Dataset.from_generator pulls every element from a Python generator in the notebook's process "
+        "(a GeneratorDataset of PyFunc ops). A TPU Node cannot run it; on a TPU VM it works but is serial "
+        "Python. to_tf_dataset(num_workers>0) builds one. Use from_tensor_slices or TFRecords instead."),
+}
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One non-pure piece of the pipeline: `kind` (py_function, numpy_function, from_generator), where."""
+
+    kind: str
+    op: str
+    function: str
+    explanation: str
+
+    def __str__(self) -> str:
+        return f"{self.kind} ({self.op} in {self.function}): {self.explanation}"
+
+
+@dataclass
+class PipelineReport:
+    """What `inspect_pipeline` found. `is_pure`: no Python ops; `node_ready`: pure and no local files."""
+
+    findings: list[Finding] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+    op_counts: Counter = field(default_factory=Counter)
+
+    @property
+    def is_pure(self) -> bool:
+        return not self.findings
+
+    @property
+    def kinds(self) -> set[str]:
+        return {f.kind for f in self.findings}
+
+    @property
+    def local_files(self) -> list[str]:
+        return [f for f in self.files if not f.startswith("gs://")]
+
+    @property
+    def node_ready(self) -> bool:
+        return self.is_pure and not self.local_files
+
+    def explain(self) -> str:
+        """Plain-language verdict, one paragraph per finding."""
+        lines = []
+        if self.is_pure:
+            lines.append("Pure tf.data: no Python ops; TensorFlow can run this pipeline anywhere.")
+        else:
+            lines.append(f"Not pure: {len(self.findings)} Python op(s); a TPU Node cannot run this pipeline.")
+            seen = set()
+            for f in self.findings:
+                if f.kind not in seen:
+                    seen.add(f.kind)
+                    lines.append(f"- {f.kind}: {f.explanation}")
+        if self.files:
+            local = self.local_files
+            if local:
+                lines.append(f"Reads {len(local)} local file(s) (e.g. {local[0]}): fine on a TPU VM, "
+                             "invisible to a TPU Node; copy them to gs:// for a Node.")
+            else:
+                lines.append(f"Reads {len(self.files)} file(s) from gs://: every TPU can reach them.")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.explain()
+
+
+def _graph_def(dataset: Any) -> Any:
+    import tensorflow as tf
+
+    from tpu_helpers._compat import dataset_variant
+
+    graph_def = tf.compat.v1.GraphDef()
+    serialized = tf.raw_ops.DatasetToGraphV2(
+        input_dataset=dataset_variant(dataset),  # the dataset's graph handle
+        external_state_policy=1,  # IGNORE: serialise past stateful/Python ops, we want to list them
+        strip_device_assignment=True)
+    graph_def.ParseFromString(serialized.numpy())
+    return graph_def
+
+
+def _const_strings(node: Any) -> list[str]:
+    import tensorflow as tf
+
+    if node.op != "Const" or "value" not in node.attr:
+        return []
+    tensor = node.attr["value"].tensor
+    if tensor.dtype != tf.string.as_datatype_enum:
+        return []
+    try:  # the way tf.data reads its own file names back (Dataset._maybe_track_assets)
+        values = tf.io.parse_tensor(tensor.SerializeToString(), tf.string).numpy()
+    except (tf.errors.OpError, ValueError):
+        return []
+    values = values.reshape(-1) if hasattr(values, "reshape") else [values]
+    return [v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v) for v in values]
+
+
+def inspect_pipeline(dataset: Any) -> PipelineReport:
+    """List the Python ops (py_function, numpy_function, from_generator) and files of a `tf.data.Dataset`."""
+    graph_def = _graph_def(dataset)
+    report = PipelineReport()
+    bodies = [("<pipeline>", list(graph_def.node))]
+    bodies += [(f.signature.name, list(f.node_def)) for f in graph_def.library.function]
+    generator_fns = set()
+    for fname, nodes in bodies:
+        for n in nodes:
+            report.op_counts[n.op] += 1
+            if n.op == "GeneratorDataset":
+                for attr in ("init_func", "next_func", "finalize_func"):
+                    if attr in n.attr:
+                        generator_fns.add(n.attr[attr].func.name)
+    for fname, nodes in bodies:
+        by_name = {n.name: n for n in nodes}
+        for n in nodes:
+            if n.op in PY_OPS:
+                from_gen = fname in generator_fns or "from_generator" in fname
+                kind = "from_generator" if from_gen else PY_OPS[n.op]
+                if kind == "from_generator" and any(f.kind == kind for f in report.findings):
+                    continue  # one generator = three PyFuncs (init, next, finalize): report it once
+                report.findings.append(Finding(kind, n.op, fname, EXPLANATIONS[kind]))
+            elif (n.op in FILE_DATASET_OPS or n.name.startswith("FileIdentity")) and n.input:
+                src = by_name.get(n.input[0].split(":")[0].lstrip("^"))
+                if src is not None:
+                    report.files.extend(f for f in _const_strings(src) if f not in report.files)
+    return report
+
+
+def unknown_dims(element_spec: Any) -> list[str]:
+    """The components of an ``element_spec`` with an unknown (None) dimension, as readable strings.
+
+    XLA compiles one program per input shape; a None dimension (a batch without ``drop_remainder=True``,
+    padding to the longest sequence) means the shapes can change from batch to batch.
+    """
+    import tensorflow as tf
+
+    out = []
+    flat_paths = _flatten_with_paths(element_spec)
+    for path, spec in flat_paths:
+        shape = getattr(spec, "shape", None)
+        if shape is None or not isinstance(shape, tf.TensorShape):
+            continue
+        if shape.rank is None or any(d is None for d in shape.as_list()):
+            out.append(f"{path or 'element'}: {shape}")
+    return out
+
+
+def _flatten_with_paths(structure: Any, prefix: str = "") -> list[tuple[str, Any]]:
+    if isinstance(structure, dict):
+        items = []
+        for k in sorted(structure):
+            items += _flatten_with_paths(structure[k], f"{prefix}.{k}" if prefix else str(k))
+        return items
+    if isinstance(structure, (tuple, list)):
+        items = []
+        for i, v in enumerate(structure):
+            items += _flatten_with_paths(v, f"{prefix}[{i}]")
+        return items
+    return [(prefix, structure)]

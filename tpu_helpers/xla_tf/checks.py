@@ -1,0 +1,279 @@
+"""Self-checks for notebook 01's exercises (the three XLA rules, measured in TensorFlow).
+
+Each check runs the learner's function under XLA (``tf.function(jit_compile=True)`` through
+`tpu_helpers.xla_tf.xla.jit`, which counts compilations), reads the compiled program back from XLA
+(`tpu_helpers.xla_tf.xla.compiled_ir_stats`) and compares the numbers with a plain reference. It never reads the
+answer's source.
+
+* `check_clip_without_if` (rule 1): compiles with ``autograph=False`` (no Python ``if`` on a tensor left), the
+  compiled program has no ``conditional``, and the results equal the eager ``if`` version `clip_if_too_long` on
+  gradients on both sides of the threshold.
+* `check_masked_mean` (rule 2): no bounded dynamic shape (``f32[<=N]``) in the HLO, so no boolean mask; the mean
+  over labelled positions on batches with different numbers of labels, 0.0 when none is labelled; one compilation.
+* `check_bucket_boundaries` (rule 3): bucket bounds that keep bucketing within a compilation budget and a
+  padding budget on the notebook's own token lengths (`tpu_helpers.shared.padding`).
+"""
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import numpy as np
+
+from tpu_helpers.core.exercises import (
+    CheckResult,
+    answer_for,
+    call_answer,
+    run_check,
+    short,
+)
+from tpu_helpers.shared import padding
+from tpu_helpers.xla_tf import xla
+
+__all__ = ["IGNORE_INDEX", "MAX_COMPILATIONS", "MAX_PADDED_FRACTION", "clip_if_too_long", "check_clip_without_if",
+           "check_masked_mean", "check_bucket_boundaries"]
+
+answer = answer_for(__package__)  # the notebook's answers, or this package's solutions.py when solutions are on
+
+IGNORE_INDEX = -100  # the label of a position the loss ignores (transformers' convention)
+MAX_COMPILATIONS = 4  # rule 3's budget: distinct batch shapes ...
+MAX_PADDED_FRACTION = 0.25  # ... and share of computed tokens that are padding
+
+
+def _tf():
+    import tensorflow as tf
+
+    return tf
+
+
+def _one_line_error(error: BaseException) -> str:
+    return xla._why(error)  # the line of a TensorFlow error that says why
+
+
+# --------------------------------------------------------------------------------------------- rule 1
+def clip_if_too_long(gradient, max_norm: float):
+    """The exercise's starting point: scale ``gradient`` down to norm ``max_norm`` if its norm is larger.
+
+    A Python ``if`` on a tensor: eager TensorFlow runs it; without AutoGraph, XLA cannot compile it.
+    """
+    tf = _tf()
+    norm = tf.norm(gradient)
+    if norm > max_norm:
+        gradient = gradient * (max_norm / norm)
+    return gradient
+
+
+# (gradient, max_norm): above and below the threshold, exactly on it, a matrix, the all-zero gradient
+_CLIP_CASES = [
+    ([3.0, 4.0], 1.0),                        # norm 5: scaled down to norm 1
+    ([0.3, 0.4], 1.0),                        # norm 0.5: unchanged
+    ([[1.0, -2.0], [2.0, -4.0]], 1.0),        # a weight matrix of norm 5
+    ([1.0, 0.0, 0.0], 1.0),                   # norm exactly 1: not above the limit, unchanged
+    ([0.0, 0.0, 0.0], 1.0),                   # a zero gradient (a frozen weight): unchanged, no NaN
+    ([3.0, 4.0], 10.0),                       # another limit: unchanged
+    ([30.0, 40.0], 10.0),                     # ... and scaled to norm 10
+]
+
+
+def _describe_clip(g: np.ndarray, max_norm: float) -> str:
+    norm = float(np.linalg.norm(g))
+    if norm == 0:
+        return f"the all-zero gradient (max_norm={max_norm:g})"
+    side = "above" if norm > max_norm else ("exactly at" if norm == max_norm else "below")
+    return f"a gradient of norm {norm:g}, {side} max_norm={max_norm:g}"
+
+
+def check_clip_without_if(clip_without_if: Callable) -> CheckResult:
+    """``clip_without_if(gradient, max_norm)`` must compile with ``jit_compile=True, autograph=False`` into a program
+    without a branch and return what `clip_if_too_long` returns, on 7 gradients."""
+
+    def body() -> str:
+        tf = _tf()
+        cases = [(np.asarray(g, np.float32), m) for g, m in _CLIP_CASES]
+        call_answer(clip_without_if, tf.constant(cases[0][0]), cases[0][1],
+                    what="clip_without_if(gradient, max_norm)")  # eagerly first: the skeleton says "not attempted"
+        compiled = xla.jit(clip_without_if, autograph=False)
+        results = []
+        for g, max_norm in cases:
+            try:
+                results.append(compiled(tf.constant(g), max_norm))
+            except NotImplementedError:
+                raise
+            except Exception as e:  # noqa: BLE001
+                kind = type(e).__name__
+                if kind == "OperatorNotAllowedInGraphError":
+                    raise AssertionError(
+                        "your function still has a Python `if` (or `while`, `and`, `or`) on a tensor: without "
+                        "AutoGraph, XLA cannot compile it (OperatorNotAllowedInGraphError: using a symbolic tf.Tensor "
+                        "as a Python bool). Turn the condition into a number, tf.cast(norm > max_norm, tf.float32), "
+                        "and use it in arithmetic.") from None
+                if kind == "AttributeError" and "numpy" in str(e):
+                    raise AssertionError("your function calls .numpy(): while XLA compiles, a tensor has no value "
+                                         "yet. Keep everything as tensor arithmetic.") from None
+                raise AssertionError(f"XLA could not compile or run your function on {_describe_clip(g, max_norm)}: "
+                                     f"{kind}: {_one_line_error(e)}") from None
+        for (g, max_norm), out in zip(cases, results):
+            what = _describe_clip(g, max_norm)
+            got = np.asarray(out)
+            want = clip_if_too_long(tf.constant(g), max_norm).numpy()  # eager TensorFlow: the reference
+            assert got.shape == want.shape, (f"for {what} you return shape {got.shape}, the gradient has shape "
+                                             f"{want.shape}: scale the whole gradient, keep its shape")
+            if np.isnan(got).any():
+                raise AssertionError(
+                    f"for {what} your function returns NaN: it divides by the norm, which is 0 here. Without a "
+                    "branch every term is computed, also the one an `if` would skip, and a 0 indicator does not "
+                    "cancel it (0 * inf and 0 / 0 are NaN). Keep the division safe, e.g. "
+                    "max_norm / tf.maximum(norm, max_norm).")
+            assert np.allclose(got, want, rtol=1e-6, atol=1e-6), (
+                f"for {what} you return {np.round(got.astype(float), 4).tolist()}, the `if` version returns "
+                f"{np.round(want.astype(float), 4).tolist()}: above max_norm scale by max_norm / norm, otherwise "
+                "leave the gradient as it is")
+        ops = xla.compiled_ir_stats(compiled, tf.constant(cases[0][0]), cases[0][1]).opcodes
+        assert "conditional" not in ops and "while" not in ops, (
+            "your function compiles and its numbers are right, but the compiled program still branches: XLA's HLO "
+            "contains a `conditional` (that is what tf.cond becomes; AutoGraph writes the same for an `if`). The "
+            "rule-1 rewrite has no branch: cast the condition to 0.0/1.0 and use it in arithmetic (or tf.where).")
+        return (f"compiles with autograph=False into a branch-free XLA program and equals the eager `if` version on "
+                f"{len(cases)} gradients, both sides of the threshold and the all-zero one "
+                f"({compiled.compilations} compilations: one per input shape and max_norm)")
+
+    return run_check(body)
+
+
+# --------------------------------------------------------------------------------------------- rule 2
+_BATCH, _LENGTH = 8, 128
+
+
+def _masked_batches():
+    """Per-token losses and label batches of one shape with different numbers of labelled positions."""
+    rng = np.random.default_rng(1201)
+    loss = rng.exponential(size=(_BATCH, _LENGTH)).astype(np.float32)
+    batches = []
+    for fraction in (0.15, 0.05, 0.5, 1.0, 0.0):
+        labels = rng.integers(0, 1000, size=(_BATCH, _LENGTH))
+        labels[rng.random((_BATCH, _LENGTH)) >= fraction] = IGNORE_INDEX
+        batches.append(labels.astype(np.int32))
+    return loss, batches
+
+
+def check_masked_mean(masked_mean: Callable) -> CheckResult:
+    """``masked_mean(per_token_loss, labels)`` must compile with static shapes only and return the mean of
+    ``per_token_loss`` over the positions whose label is not -100 (0.0 when there is none), on 5 batches."""
+
+    def body() -> str:
+        tf = _tf()
+        loss, batches = _masked_batches()
+        total = loss.size
+        loss_t = tf.constant(loss)
+        call_answer(masked_mean, loss_t, tf.constant(batches[0]), what="masked_mean(per_token_loss, labels)")
+        compiled = xla.jit(masked_mean)
+        try:
+            ir = xla.compiled_ir_stats(compiled, loss_t, tf.constant(batches[0]))
+        except NotImplementedError:
+            raise
+        except Exception as e:  # noqa: BLE001
+            raise AssertionError(f"XLA could not compile masked_mean: {type(e).__name__}: "
+                                 f"{_one_line_error(e)}") from None
+        if ir.dynamic_shapes:
+            raise AssertionError(
+                "your loss still selects the labelled positions (tf.boolean_mask, x[mask], tf.where(mask) + gather): "
+                f"how many there are depends on the data, so XLA compiled it with data-dependent shapes "
+                f"({', '.join(ir.dynamic_shapes)}), padded to all {total} positions anyway. Keep every position: "
+                "multiply the losses by a 0/1 mask and divide by the number of labelled positions.")
+        with xla.CompilationCounter(compiled) as counter:
+            outs = [compiled(loss_t, tf.constant(labels)) for labels in batches]
+        counts = []
+        for labels, out in zip(batches, outs):
+            got = np.asarray(out, dtype=np.float64)
+            assert got.shape == (), (f"masked_mean returned shape {got.shape}: return one number, the mean over "
+                                     "the whole batch")
+            got = float(got)
+            keep = labels != IGNORE_INDEX
+            n = int(keep.sum())
+            counts.append(n)
+            if n == 0:
+                if np.isnan(got):
+                    raise AssertionError(
+                        f"for a batch with no labelled position (all {total} labels are -100) your loss is NaN: "
+                        "0 / 0. A batch like that happens (a chunk of padding); return 0.0 for it: "
+                        "tf.math.divide_no_nan(total, count)")
+                assert got == 0.0, (f"for a batch with no labelled position your loss is {got:g}: nothing was "
+                                    "labelled, so it must be 0.0")
+                continue
+            want = float(loss.astype(np.float64)[keep].mean())
+            if np.isclose(got, want, rtol=1e-5):
+                continue
+            if np.isclose(got, loss.astype(np.float64).mean(), rtol=1e-5):
+                raise AssertionError(f"your loss averages over all {total} positions, the {total - n} ignored ones "
+                                     f"(label -100) too: {got:.6f} instead of {want:.6f}. Zero the ignored positions "
+                                     "with a 0/1 mask before summing.")
+            if np.isclose(got, loss.astype(np.float64)[keep].sum() / total, rtol=1e-5):
+                raise AssertionError(f"your loss divides by all {total} positions, but only {n} are labelled: "
+                                     f"{got:.6f} instead of {want:.6f}. Divide by the number of labelled positions "
+                                     "(the sum of the 0/1 mask).")
+            raise AssertionError(f"for a batch with {n} of {total} positions labelled your loss is {got:.6f}, the "
+                                 f"mean over the labelled positions is {want:.6f}")
+        labelled = ", ".join(str(n) for n in counts)
+        return (f"the right mean for {len(batches)} batches with {labelled} labelled positions (0.0 for the empty "
+                f"one), with static shapes only: {counter.compilations} XLA compilation for all "
+                f"{counter.calls} batches")
+
+    return run_check(body)
+
+
+# --------------------------------------------------------------------------------------------- rule 3
+def _boundaries_problem(boundaries: object, max_length: int) -> str | None:
+    if boundaries is None or isinstance(boundaries, (str, bytes)):
+        return f"choose_boundaries returned {short(boundaries)}: return a list of bucket upper bounds, e.g. [16, 32]"
+    try:
+        values = list(boundaries)  # type: ignore[call-overload]
+    except TypeError:
+        return f"choose_boundaries returned {short(boundaries)}: return a list of bucket upper bounds, e.g. [16, 32]"
+    if not values:
+        return "choose_boundaries returned an empty list: give at least one bucket upper bound"
+    for b in values:
+        whole = isinstance(b, (int, np.integer)) or (isinstance(b, (float, np.floating)) and float(b).is_integer())
+        if isinstance(b, bool) or not whole:
+            return f"bucket bounds are whole numbers of tokens; {short(b)} is not"
+        if not 1 <= int(b) <= max_length:
+            return (f"the bound {int(b)} is outside 1..max_length={max_length}: samples are truncated to "
+                    f"{max_length} tokens, so no bucket needs more")
+    return None
+
+
+def check_bucket_boundaries(choose_boundaries: Callable[[np.ndarray], Sequence[int]], lengths: Sequence[int], *,
+                            batch_size: int = 32, max_length: int = 128, max_compilations: int = MAX_COMPILATIONS,
+                            max_padded_fraction: float = MAX_PADDED_FRACTION, seed: int | None = 0) -> CheckResult:
+    """``choose_boundaries(lengths)`` must return bucket upper bounds with which bucketing these ``lengths``
+    (``padding.padded_batches(..., "bucketing", boundaries=...)``) compiles at most ``max_compilations`` shapes
+    and pads at most ``max_padded_fraction`` of the computed tokens."""
+
+    def body() -> str:
+        lens = np.minimum(np.asarray(lengths, dtype=np.int64), max_length)  # what bucketing sees: truncated
+        answer = call_answer(choose_boundaries, lens.copy(), what="choose_boundaries(lengths)")
+        problem = _boundaries_problem(answer, max_length)
+        assert problem is None, problem
+        bounds = sorted({int(b) for b in answer})
+        mine = padding.evaluate_strategy(lengths, batch_size, "bucketing", max_length=max_length,
+                                         boundaries=bounds, seed=seed)
+        default = padding.evaluate_strategy(lengths, batch_size, "bucketing", max_length=max_length, seed=seed)
+        over = int((lens > bounds[-1]).sum())
+        note = ""
+        if over:
+            note = (f" Note: {over} samples are longer than your last bound {bounds[-1]}, so they went to a bucket "
+                    f"of max_length={max_length} tokens: end with a bound >= the longest sample ({lens.max()}).")
+        shapes = ", ".join(str(s[1]) for s in mine.shapes)
+        assert mine.compilations <= max_compilations, (
+            f"bucketing with {bounds} makes batches of {mine.compilations} lengths ({shapes}), so XLA compiles "
+            f"{mine.compilations} programs: over the budget of {max_compilations}. Use fewer buckets." + note)
+        p10, p50, p90 = (int(v) for v in np.percentile(lens, [10, 50, 90]))
+        assert mine.padded_fraction <= max_padded_fraction, (
+            f"bucketing with {bounds} pads {mine.padded_fraction:.1%} of the computed tokens: over the budget of "
+            f"{max_padded_fraction:.0%} (the default powers of two pad {default.padded_fraction:.1%}). A bucket pads "
+            f"every sample up to its bound: put the bounds where the samples are (10% / 50% / 90% of them are at "
+            f"most {p10} / {p50} / {p90} tokens), and let the last bound be the longest sample." + note)
+        return (f"bucketing with {bounds}: {mine.compilations} compilations (budget {max_compilations}), "
+                f"{mine.padded_fraction:.1%} of computed tokens are padding (budget {max_padded_fraction:.0%}); "
+                f"the default powers of two: {default.compilations} compilations, {default.padded_fraction:.1%} "
+                "padding")
+
+    return run_check(body)

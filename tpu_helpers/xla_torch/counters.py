@@ -1,0 +1,106 @@
+"""Count what PyTorch/XLA did between two points: compilations, cache hits, host syncs, CPU fallbacks.
+
+    with XlaCounters() as c:
+        train_step(batch)
+    print(c)                     # compilations=1 cache_hits=0 executions=1 syncs=0 fallbacks={} ... (every counter)
+    assert c.compilations == 1
+
+Everything comes from torch_xla's own metrics (`torch_xla.debug.metrics`), read at enter and exit:
+
+* ``UncachedCompile`` counter: graphs XLA had to compile (``CompileTime`` has one sample per compile);
+* ``CachedCompile`` counter: graphs found in the compile cache (same graph, same shapes: no compile);
+* ``ExecuteComputation`` counter: graphs executed on the device;
+* ``TransferFromDeviceTime`` metric: device-to-host transfers (``.item()``, ``print(tensor)``, a Python ``if``
+  on a tensor), each one a sync that cuts the graph; ``aten::_local_scalar_dense`` counts the scalar reads;
+* ``aten::*`` counters: ops with no XLA lowering that ran on the CPU instead (a "fallback").
+
+``counter_value`` returns None for a counter that does not exist yet; those count as 0 here.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["XlaSnapshot", "XlaCounters", "snapshot"]
+
+
+@dataclass(frozen=True)
+class XlaSnapshot:
+    counters: dict[str, int]
+    metrics: dict[str, tuple[int, float]]  # name -> (number of samples, accumulated total)
+
+    def counter(self, name: str) -> int:
+        return self.counters.get(name, 0)
+
+    def metric(self, name: str) -> tuple[int, float]:
+        return self.metrics.get(name, (0, 0.0))
+
+
+def snapshot(wait: bool = True) -> XlaSnapshot:
+    """Read all of torch_xla's counters and metrics now.
+
+    PJRT runs graphs asynchronously: ``torch_xla.sync()`` returns before the device has finished, and the
+    execution counters move when it does. ``wait=True`` (the default) first waits for pending device work
+    (``xm.wait_device_ops()``, which moves no data to the host), so every graph launched before this call is
+    counted.
+    """
+    import torch_xla.debug.metrics as met
+
+    if wait:
+        import torch_xla.core.xla_model as xm
+
+        xm.wait_device_ops()
+
+    counters = {name: int(met.counter_value(name) or 0) for name in met.counter_names()}
+    metrics = {}
+    for name in met.metric_names():
+        data = met.metric_data(name)
+        if data:
+            metrics[name] = (int(data[0]), float(data[1]))
+    return XlaSnapshot(counters, metrics)
+
+
+@dataclass
+class XlaCounters:
+    """Context manager: the difference of torch_xla's metrics between enter and exit."""
+
+    compilations: int = 0
+    cache_hits: int = 0
+    executions: int = 0
+    syncs: int = 0  # device-to-host transfers
+    scalar_reads: int = 0  # aten::_local_scalar_dense: .item(), bool(tensor), if tensor: ...
+    fallbacks: dict[str, int] = field(default_factory=dict)  # aten::op -> times it ran on the CPU
+    compile_seconds: float = 0.0
+    execute_seconds: float = 0.0
+    _start: Any = field(default=None, repr=False)
+
+    def __enter__(self) -> "XlaCounters":
+        self._start = snapshot()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.update()
+
+    def update(self) -> "XlaCounters":
+        """Refresh the differences now (also usable inside the ``with`` block)."""
+        a, b = self._start, snapshot()
+        self.compilations = b.counter("UncachedCompile") - a.counter("UncachedCompile")
+        self.cache_hits = b.counter("CachedCompile") - a.counter("CachedCompile")
+        self.executions = b.counter("ExecuteComputation") - a.counter("ExecuteComputation")
+        self.syncs = b.metric("TransferFromDeviceTime")[0] - a.metric("TransferFromDeviceTime")[0]
+        self.scalar_reads = b.counter("aten::_local_scalar_dense") - a.counter("aten::_local_scalar_dense")
+        self.fallbacks = {k: v - a.counter(k) for k, v in b.counters.items()
+                          if k.startswith("aten::") and k != "aten::_local_scalar_dense" and v > a.counter(k)}
+        # CompileTime / ExecuteTime totals are in nanoseconds
+        self.compile_seconds = (b.metric("CompileTime")[1] - a.metric("CompileTime")[1]) / 1e9
+        self.execute_seconds = (b.metric("ExecuteTime")[1] - a.metric("ExecuteTime")[1]) / 1e9
+        return self
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"compilations": self.compilations, "cache_hits": self.cache_hits, "executions": self.executions,
+                "syncs": self.syncs, "scalar_reads": self.scalar_reads, "fallbacks": dict(self.fallbacks),
+                "compile_seconds": round(self.compile_seconds, 3), "execute_seconds": round(self.execute_seconds, 3)}
+
+    def __str__(self) -> str:
+        d = self.as_dict()
+        return " ".join(f"{k}={v}" for k, v in d.items())
