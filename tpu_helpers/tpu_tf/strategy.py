@@ -148,7 +148,12 @@ def tpu_target(runtime: Runtime, tpu: str | None = None, zone: str | None = None
 
 # ---------------------------------------------------------------------------------- the TF operations
 class TFBackend:
-    """The TensorFlow calls `get_strategy` makes; tests replace it with a fake."""
+    """What `get_strategy` touches outside Python: TensorFlow's calls, libtpu's lock file and ``/proc/locks``, and
+    the strategies already made in this process. Tests pass a fake with the same methods and attributes."""
+
+    lockfile = LIBTPU_LOCKFILE
+    proc_locks = "/proc/locks"
+    cache = None  # None: the process-wide dict, so a re-run cell reuses the strategy (a fake brings its own)
 
     def __init__(self) -> None:
         import tensorflow as tf  # imported here so this module stays importable without TensorFlow
@@ -345,8 +350,7 @@ def describe_strategy(strategy: Any, runtime: Runtime | None = None, target: TPU
 
 def get_strategy(runtime: Runtime | None = None, *, profile: Any = None, tpu: str | None = None,
                  zone: str | None = None, project: str | None = None, cpu_replicas: int | None = None,
-                 backend: Any = None, env: Mapping[str, str] | None = None, lockfile: str = LIBTPU_LOCKFILE,
-                 proc_locks: str = "/proc/locks", cache: dict | None = None, quiet: bool = False) -> Any:
+                 env: Mapping[str, str] | None = None, quiet: bool = False, backend: Any = None) -> Any:
     """The right `tf.distribute` strategy for this runtime, connected and initialised; prints one line.
 
     runtime: from `tpu_helpers.core.runtime.detect_runtime()` (detected when None).
@@ -354,13 +358,13 @@ def get_strategy(runtime: Runtime | None = None, *, profile: Any = None, tpu: st
     tpu, zone, project: connect to a named Cloud TPU or pod slice (or "local", or "grpc://IP:8470").
     cpu_replicas: off-TPU and off-GPU, simulate this many replicas with logical CPU devices
       (call before anything else uses TensorFlow; see `simulate_cpu_replicas`).
-    backend: the TensorFlow operations (`TFBackend()` by default); tests pass a fake.
-    cache: strategies already made in this process (a module-level dict by default), so a re-run cell
-      does not re-initialise the TPU.
+    env: the environment variables to read (``TPU_NAME``, Colab's and Kaggle's; ``os.environ`` by default).
+    quiet: do not print the line.
+    backend: TensorFlow, libtpu's lock and the strategies made so far (`TFBackend()`); tests pass a fake. A second
+      call returns the strategy the first one made, so a re-run cell does not re-initialise the TPU.
     """
     env = os.environ if env is None else env
     runtime = runtime or detect_runtime(env)
-    cache = _STRATEGIES if cache is None else cache
     profile_name = getattr(profile, "name", profile)
     target = tpu_target(runtime, tpu, zone, project, env)
 
@@ -371,26 +375,27 @@ def get_strategy(runtime: Runtime | None = None, *, profile: Any = None, tpu: st
             "> TPU VM v5e-8), or pass tpu='NAME', zone=..., project=... for a Cloud TPU; or run the small "
             "sizes here with PROFILE='cpu'.")
 
+    backend = backend or TFBackend()
+    cache = _STRATEGIES if getattr(backend, "cache", None) is None else backend.cache
     if target is not None:
         key: tuple = ("tpu", target.tpu, target.zone, target.project)
         if key in cache:
             strategy = cache[key]
         else:
-            backend = backend or TFBackend()
             try:
                 resolver = backend.resolver(target)
                 backend.connect(resolver)
                 backend.initialize(resolver)
                 strategy = backend.tpu_strategy(resolver)
             except Exception as e:  # noqa: BLE001 - every known failure is translated, others re-raised
-                err = explain_tpu_error(e, target, runtime, lockfile, proc_locks)
+                err = explain_tpu_error(e, target, runtime, getattr(backend, "lockfile", LIBTPU_LOCKFILE),
+                                        getattr(backend, "proc_locks", "/proc/locks"))
                 if err is e:
                     raise
                 raise err from None
             cache[key] = strategy
         line = describe_strategy(strategy, runtime, target)
     else:
-        backend = backend or TFBackend()
         gpus = backend.gpu_count()
         if gpus:
             key = ("gpu", gpus)

@@ -89,8 +89,12 @@ class _DefaultDistributionStrategy(_Strategy):
 class FakeBackend:
     """Records the calls get_strategy makes; `fail` maps a step name to the exception it raises."""
 
+    lockfile = "/nonexistent/libtpu_lockfile"  # no TPU lock on this machine
+    proc_locks = "/proc/locks"
+
     def __init__(self, fail=None, gpus=0, replicas=8):
         self.fail, self.gpus, self.replicas, self.calls = dict(fail or {}), gpus, replicas, []
+        self.cache = {}  # strategies made with this backend only
 
     def _step(self, name, *args):
         self.calls.append((name, *args))
@@ -133,8 +137,6 @@ def names(backend):
 
 def strategy_for(rt, backend, **kw):
     kw.setdefault("env", {})
-    kw.setdefault("cache", {})
-    kw.setdefault("lockfile", "/nonexistent/libtpu_lockfile")
     return get_strategy(rt, backend=backend, **kw)
 
 
@@ -174,9 +176,9 @@ def test_named_tpu_from_environment_with_profile_tpu():
 
 
 def test_second_call_reuses_the_strategy_without_reinitialising():
-    backend, cache = FakeBackend(), {}
-    first = strategy_for(KAGGLE_VM, backend, cache=cache, quiet=True)
-    second = strategy_for(KAGGLE_VM, backend, cache=cache, quiet=True)
+    backend = FakeBackend()
+    first = strategy_for(KAGGLE_VM, backend, quiet=True)
+    second = strategy_for(KAGGLE_VM, backend, quiet=True)
     assert first is second and names(backend).count("initialize") == 1
 
 
@@ -322,8 +324,9 @@ def test_in_use_detected_from_the_lock_when_tf_only_says_not_found(held_lock):
     path, pid = held_lock
     err = NotFoundError("TPUs not found in the cluster.")
     with pytest.raises(TPUInUseError, match=f"process {pid}"):
-        get_strategy(KAGGLE_VM, backend=FakeBackend(fail={"initialize": err}), env={}, cache={},
-                     lockfile=str(path))
+        backend = FakeBackend(fail={"initialize": err})
+        backend.lockfile = str(path)
+        get_strategy(KAGGLE_VM, backend=backend, env={})
 
 
 # -------------------------------------------------------------------------------- the jit_compile rule
@@ -451,3 +454,16 @@ def test_real_errors_on_this_cpu():
     assert "already initialised its devices in this kernel with 1 CPU device(s)" in out["late"]
     assert out["no_name"] == "TPUNameError"
     assert "CPU-only `tensorflow` wheel" in out["local"]
+
+
+def test_the_tpu_install_hint_is_the_install_plan():
+    """The fix a TPUNotFoundError prints is the plan the notebooks' install cell runs (tools/install_plan.py)."""
+    import install_plan
+
+    from tpu_helpers.tpu_tf.strategy import TF_TPU_INSTALL
+
+    pins = install_plan.read_pins()
+    for call in install_plan.framework_calls("tf", "tpu", pins):
+        for arg in call:
+            if "==" in arg or arg in ("tensorflow", "tensorflow-cpu", "--no-deps"):
+                assert arg in TF_TPU_INSTALL, (arg, TF_TPU_INSTALL)
