@@ -82,49 +82,19 @@ XLA_MODULE_RE = ".*tpucourse.*"  # the names tpu_helpers.xla_tf.xla.jit gives th
 
 def record_xla_compilations(environ: MutableMapping[str, str] | None = None) -> str:
     """Have XLA write a record (an HLO dump) of every module it compiles for a course-counted function, so that
-    `tpu_helpers.xla_tf.xla` counts compilations from XLA itself. Must run before TensorFlow compiles anything (XLA
+    `tpu_helpers.xla_tf` counts compilations from XLA itself. Must run before TensorFlow compiles anything (XLA
     reads its flags once). Only the course's functions are dumped (``--xla_dump_hlo_module_re``), into a folder of
-    this process (``tpu-course-xla-records-<pid>-<random>`` in the temp directory), removed at exit; the folders
-    of course processes that died without cleaning up (a killed kernel) are removed when the next one starts. An
-    ``--xla_dump_to`` already in ``XLA_FLAGS`` is kept. Returns the flags."""
-    import atexit
-    import shutil
-    import tempfile
+    this process (`tpu_helpers.core.tempdirs`: removed at exit, or by the next course process if this one is
+    killed). An ``--xla_dump_to`` already in ``XLA_FLAGS`` is kept. Returns the flags."""
+    from tpu_helpers.core.tempdirs import course_temp_dir
 
     environ = os.environ if environ is None else environ
     flags = environ.get("XLA_FLAGS", "")
     if "--xla_dump_to" not in flags:
-        _remove_records_of_dead_processes(tempfile.gettempdir())
-        folder = tempfile.mkdtemp(prefix=f"{_RECORDS_PREFIX}{os.getpid()}-")
-        atexit.register(shutil.rmtree, folder, True)
+        folder = course_temp_dir("xla-records")
         flags = f"{flags} --xla_dump_to={folder} --xla_dump_hlo_module_re={XLA_MODULE_RE}".strip()
         environ["XLA_FLAGS"] = flags
     return flags
-
-
-_RECORDS_PREFIX = "tpu-course-xla-records-"
-
-
-def _remove_records_of_dead_processes(tmp: str) -> list[str]:
-    """Remove the XLA record folders (ours only: ``tpu-course-xla-records-<pid>-...``) whose process is gone."""
-    import re
-    import shutil
-
-    removed = []
-    for name in os.listdir(tmp):
-        m = re.fullmatch(re.escape(_RECORDS_PREFIX) + r"(\d+)-\w+", name)
-        if not m:
-            continue
-        try:
-            os.kill(int(m.group(1)), 0)
-            continue  # alive (or not ours to signal): keep
-        except ProcessLookupError:
-            pass
-        except (PermissionError, OverflowError):
-            continue
-        shutil.rmtree(os.path.join(tmp, name), ignore_errors=True)
-        removed.append(name)
-    return removed
 
 
 def _installed(name: str) -> str | None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+import re
 import time
 import urllib.error
 import urllib.request
@@ -44,6 +45,10 @@ class GCSError(RuntimeError):
 
 class NeedsGCSPathError(GCSError, ValueError):
     """A local path where the TPU (a legacy TPU Node) can only read ``gs://``."""
+
+
+class InvalidGCSPathError(GCSError, ValueError):
+    """Something that starts with ``gs:`` but is not a ``gs://BUCKET/prefix`` URL with a valid bucket name."""
 
 
 class EmulatorOnTPUNodeError(GCSError):
@@ -70,12 +75,32 @@ def is_gcs_path(path: str | os.PathLike[str]) -> bool:
     return str(path).startswith("gs://")
 
 
-def split_gcs_path(url: str) -> tuple[str, str]:
-    """``"gs://bucket/a/b"`` -> ``("bucket", "a/b")``; `ValueError` for anything else."""
+# Cloud Storage bucket names: 3-63 characters (up to 222 with dots, each part at most 63), lower-case letters,
+# digits, "-", "_" and "."; first and last a letter or digit (https://cloud.google.com/storage/docs/buckets#naming).
+_BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]$")
+
+
+def looks_like_gcs(path: str | os.PathLike[str]) -> bool:
+    """Anything that starts with ``gs:`` (any case) is meant as a Cloud Storage URL: it is one, or an error, never a
+    local folder named ``gs:``."""
+    return str(path)[:3].lower() == "gs:"
+
+
+def split_gcs_path(url: str | os.PathLike[str]) -> tuple[str, str]:
+    """``"gs://bucket/a/b"`` -> ``("bucket", "a/b")``; `InvalidGCSPathError` (a ``ValueError``) for anything else,
+    a bucket name Cloud Storage would refuse included."""
     url = str(url)
-    if not url.startswith("gs://") or len(url) <= 5 or url[5] == "/":
-        raise ValueError(f"not a gs:// URL with a bucket: {url!r} (expected gs://BUCKET/optional/prefix)")
+    expected = "expected gs://BUCKET/optional/prefix"
+    if not url.startswith("gs://"):
+        fix = f"write it as gs://{url[3:].lstrip('/')}" if looks_like_gcs(url) else expected
+        raise InvalidGCSPathError(f"not a gs:// URL: {url!r} ({fix})")
     bucket, _, prefix = url[5:].partition("/")
+    if not bucket:
+        raise InvalidGCSPathError(f"no bucket in {url!r} ({expected})")
+    if not _BUCKET_RE.match(bucket) or ".." in bucket or any(len(part) > 63 for part in bucket.split(".")):
+        raise InvalidGCSPathError(
+            f"{bucket!r} is not a valid bucket name: 3-63 characters, lower-case letters, digits, '-', '_' and '.', "
+            "starting and ending with a letter or digit (https://cloud.google.com/storage/docs/buckets#naming)")
     return bucket, prefix.strip("/")
 
 
@@ -208,7 +233,10 @@ def check_bucket(url: str | os.PathLike[str], *, write: bool = True, runtime: Ru
     start = time.perf_counter()
     env = os.environ if env is None else env
     runtime = runtime or detect_runtime(env)
-    url = str(url).rstrip("/")
+    url = str(url)
+    if looks_like_gcs(url):
+        split_gcs_path(url)  # a clear error for gs:/x, GS://x, gs:// or a bad bucket name, before anything is created
+    url = url.rstrip("/")
     require_gcs_path(url, runtime, what="this location", env=env)
     import tensorflow as tf
 

@@ -8,8 +8,8 @@ import json
 import os
 import posixpath
 import re
+import shutil
 import struct
-import tempfile
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
+from tpu_helpers.core.tempdirs import course_temp_dir
 from tpu_helpers.mlm.corpus import (
     EmptyCorpusError,
     ManifestError,
@@ -86,6 +87,8 @@ class Manifest:
     @classmethod
     def from_json(cls, text: str) -> "Manifest":
         d = json.loads(text)
+        if not isinstance(d, dict):
+            raise ManifestError(f"not a tpu-course shard manifest (a JSON {type(d).__name__}, not an object)")
         if d.get("format") != MANIFEST_FORMAT:
             raise ManifestError(f"not a tpu-course shard manifest (format {d.get('format')!r})")
         d.pop("total_records", None)
@@ -104,12 +107,16 @@ class ShardReport:
     skipped: list[str]
     removed: list[str]
     seconds: float
+    foreign: list[str] = field(default_factory=list)  # files in the folder this write does not own: left alone
 
     def __str__(self) -> str:
         m = self.manifest
-        return (f"{len(m.shards)} shards in {self.out_dir} ({m.total_records:,} records of {m.block_size} tokens = "
+        text = (f"{len(m.shards)} shards in {self.out_dir} ({m.total_records:,} records of {m.block_size} tokens = "
                 f"{m.total_tokens:,} tokens): {len(self.written)} written, {len(self.skipped)} already verified, "
                 f"{len(self.removed)} stale files removed, {self.seconds:.1f} s")
+        if self.foreign:
+            text += f"; left alone: {len(self.foreign)} other files ({', '.join(self.foreign[:3])}...)"
+        return text
 
 
 def _tf():
@@ -174,9 +181,11 @@ def write_shards(blocks: np.ndarray | Iterable[np.ndarray], out_dir: str | os.Pa
     rename is a server-side copy plus delete: the final object appears whole or not at all). The manifest
     (``manifest.json``, written the same way) is marked ``complete: false`` before any shard is touched,
     checkpointed every `manifest_every_s` seconds (0: after every shard) and finalised at the end, so readers
-    refuse a folder whose writing run did not finish. On a re-run a shard is skipped when its manifest entry
-    has the checksum of the bytes it would write now and its file has the recorded size; stale shards and
-    ``.partial`` leftovers are removed at the end. `blocks`: one array ``(records, block_size)`` or an iterable
+    refuse a folder whose writing run did not finish; bad input (no blocks, not 2-D) fails before the manifest is
+    touched, so a complete folder stays readable. On a re-run a shard is skipped when its manifest entry
+    has the checksum of the bytes it would write now and its file has the recorded size; stale shards of this
+    `prefix` and ``.partial`` leftovers are removed at the end, and nothing else: other files (a bucket root) are
+    left alone and listed in the report. One folder holds one prefix: writing another one into it is refused. `blocks`: one array ``(records, block_size)`` or an iterable
     of them (streamed). Returns a `ShardReport`.
     """
     tf = _tf()
@@ -191,9 +200,14 @@ def write_shards(blocks: np.ndarray | Iterable[np.ndarray], out_dir: str | os.Pa
     if tf.io.gfile.exists(manifest_path):
         try:
             old = Manifest.from_json(tf.io.gfile.GFile(manifest_path).read())
-            previous = {s.name: s for s in old.shards}
-        except (ManifestError, ValueError, KeyError, TypeError):
-            previous = {}
+        except (ManifestError, ValueError, KeyError, TypeError, AttributeError):
+            old = None  # unreadable: rebuilt by this run (our shards are found again by their names)
+        if old is not None and old.prefix != prefix and old.shards:
+            raise ShardError(
+                f"{out_dir} already holds the {old.prefix!r} shards of another write ({len(old.shards)} shards in its "
+                f"manifest); writing {prefix!r} shards here would replace that manifest. Write each split into its "
+                f"own folder, e.g. {_join(out_dir, prefix)}")
+        previous = {s.name: s for s in old.shards} if old is not None else {}
 
     def checkpoint() -> None:  # new entries so far + old ones not yet superseded (a skip cache for a re-run)
         done = {s.name for s in manifest.shards}
@@ -201,17 +215,20 @@ def write_shards(blocks: np.ndarray | Iterable[np.ndarray], out_dir: str | os.Pa
                                                                          if n not in done], complete=False)
         _write_text_atomic(manifest_path, cache.to_json())
 
-    checkpoint()  # from here on the folder is being (re)written: readers must refuse it until the end
-
     start = last_checkpoint = time.perf_counter()
+    started = False  # the manifest is marked incomplete only once the first shard is known to be good
     written, skipped = [], []
     bar = None
     if progress:
         from tqdm.auto import tqdm
         bar = tqdm(desc=f"shards -> {out_dir}", unit="shard")
-    with tempfile.TemporaryDirectory(prefix="tpu-course-shard-") as tmpdir:
+    tmpdir = course_temp_dir("shard", remove_at_exit=False)  # a killed run's is removed by the next course process
+    try:
         for index, rows in enumerate(_iter_shard_blocks(blocks, records_per_shard)):
             manifest.block_size = manifest.block_size or int(rows.shape[1])
+            if not started:  # from here on the folder is being (re)written: readers refuse it until the end
+                checkpoint()
+                started = True
             name = shard_name(prefix, index, rows.shape[0])
             local = os.path.join(tmpdir, name)
             with tf.io.TFRecordWriter(local) as writer:
@@ -239,20 +256,35 @@ def write_shards(blocks: np.ndarray | Iterable[np.ndarray], out_dir: str | os.Pa
             if bar is not None:
                 bar.update(1)
                 bar.set_postfix(records=manifest.total_records)
+    finally:
+        shutil.rmtree(tmpdir, ignore_errors=True)
     if bar is not None:
         bar.close()
     if not manifest.shards:
         raise EmptyCorpusError("no blocks to write: the corpus produced no complete block")
     keep = {s.name for s in manifest.shards} | {MANIFEST_NAME}
-    removed = []
+    removed, foreign = [], []
     for path in tf.io.gfile.glob(_join(out_dir, "*")):
         base = posixpath.basename(path.rstrip("/"))
-        if (base.endswith(".tfrecord") and base not in keep) or ".partial-" in base:
+        if base in keep:
+            continue
+        if _owned(base, prefix):  # a stale shard of this prefix, or a .partial leftover of one (or of the manifest)
             tf.io.gfile.remove(path)
             removed.append(base)
+        else:
+            foreign.append(base)
     manifest.complete = True
     _write_text_atomic(manifest_path, manifest.to_json())
-    return ShardReport(out_dir, manifest, written, skipped, removed, time.perf_counter() - start)
+    return ShardReport(out_dir, manifest, written, skipped, removed, time.perf_counter() - start, foreign)
+
+
+def _owned(base: str, prefix: str) -> bool:
+    """Is this file name one that `write_shards(prefix=prefix)` writes (and so may remove when it is stale)?"""
+    name = base.split(".partial-", 1)[0] if ".partial-" in base else base
+    if name == MANIFEST_NAME:
+        return ".partial-" in base
+    m = _SHARD_RE.match(name)
+    return bool(m and m.group("prefix") == prefix)
 
 
 def read_manifest(shard_dir: str | os.PathLike[str]) -> Manifest:
@@ -264,7 +296,7 @@ def read_manifest(shard_dir: str | os.PathLike[str]) -> Manifest:
                             "records counts and checksums), or pass manifest=False to trust the file names")
     try:
         return Manifest.from_json(tf.io.gfile.GFile(path).read())
-    except (ValueError, KeyError, TypeError) as e:
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
         raise ManifestError(f"{path} is not a valid manifest ({e}); rerun write_shards() to rebuild it") from None
 
 

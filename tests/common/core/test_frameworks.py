@@ -117,18 +117,3 @@ def test_tf_turns_on_xlas_records_of_the_course_functions_only():
     env = {}
     use_framework("torch", environ=env, modules={})
     assert "XLA_FLAGS" not in env
-
-
-def test_records_of_dead_processes_are_removed_and_others_kept(tmp_path):
-    from tpu_helpers.core import frameworks
-
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    dead_pid = int(dead.stdout)
-    (tmp_path / f"tpu-course-xla-records-{dead_pid}-abc123").mkdir()  # a killed kernel's folder
-    (tmp_path / f"tpu-course-xla-records-{os.getpid()}-def456").mkdir()  # this live process's
-    (tmp_path / "my-own-folder").mkdir()  # not ours
-    (tmp_path / f"tpu-course-xla-records-{dead_pid}").mkdir()  # not our naming: kept
-    removed = frameworks._remove_records_of_dead_processes(str(tmp_path))
-    assert removed == [f"tpu-course-xla-records-{dead_pid}-abc123"]
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
-        [f"tpu-course-xla-records-{os.getpid()}-def456", "my-own-folder", f"tpu-course-xla-records-{dead_pid}"])

@@ -218,8 +218,8 @@ def test_find_credentials_follows_tensorflows_order(tmp_path):
 
 
 def test_gcs_paths():
-    assert gcsmod.split_gcs_path("gs://b/a/c/") == ("b", "a/c")
-    assert gcsmod.split_gcs_path("gs://b") == ("b", "")
+    assert gcsmod.split_gcs_path("gs://bkt/a/c/") == ("bkt", "a/c")
+    assert gcsmod.split_gcs_path("gs://my-bucket.example_1") == ("my-bucket.example_1", "")
     with pytest.raises(ValueError):
         gcsmod.split_gcs_path("/local/path")
     assert gcsmod.join("gs://b/x", "y", "z.tfrecord") == "gs://b/x/y/z.tfrecord"

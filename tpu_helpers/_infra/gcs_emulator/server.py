@@ -73,7 +73,6 @@ import socket
 import ssl
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import urllib.error
@@ -81,6 +80,8 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 from typing import Any, Mapping
+
+from tpu_helpers.core.tempdirs import course_temp_dir
 
 from .certs import make_certificates, public_ca_bundle
 from .proxy import EMULATED_HOSTS
@@ -198,7 +199,7 @@ class LocalGCS:
             return self
 
     def _launch(self) -> None:
-        self._state = Path(tempfile.mkdtemp(prefix="tpu-course-gcs-"))
+        self._state = Path(course_temp_dir("gcs", remove_at_exit=False))  # stop() removes it; a killed kernel's: the next
         try:
             if self.data_dir is not None:
                 self.data_dir.mkdir(parents=True, exist_ok=True)

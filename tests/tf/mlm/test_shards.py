@@ -1,0 +1,62 @@
+"""write_shards never loses or damages what it does not own (issue 18): another prefix's shards, foreign files, a
+complete folder after a failed call, and a folder whose manifest is not a manifest heals on a rerun."""
+import json
+
+import numpy as np
+import pytest
+
+from tpu_helpers.mlm.corpus import EmptyCorpusError, ManifestError, ShardBlockSizeError, ShardError
+from tpu_helpers.mlm.shards import read_manifest, verify_shards, write_shards
+
+
+def blocks(n, seed=0, width=8):
+    return np.random.default_rng(seed).integers(5, 100, size=(n, width)).astype(np.int32)
+
+
+def names(folder):
+    return sorted(p.name for p in folder.iterdir())
+
+
+def test_another_prefix_into_the_same_folder_is_refused_and_nothing_is_lost(tf, tmp_path):
+    write_shards(blocks(250), tmp_path, prefix="train", records_per_shard=100, progress=False)
+    before = names(tmp_path)
+    with pytest.raises(ShardError, match=r"already holds the 'train' shards.*own folder"):
+        write_shards(blocks(50, seed=1), tmp_path, prefix="validation", records_per_shard=100, progress=False)
+    assert names(tmp_path) == before
+    assert read_manifest(tmp_path).complete and verify_shards(tmp_path).all_ok
+
+
+def test_foreign_files_are_left_alone_and_reported(tf, tmp_path):
+    (tmp_path / "my_own_data.tfrecord").write_bytes(b"not ours")
+    (tmp_path / "notes.txt").write_text("a learner's notes")
+    (tmp_path / "train-00009-100.tfrecord.partial-deadbeef").write_bytes(b"a leftover of ours")
+    report = write_shards(blocks(250), tmp_path, prefix="train", records_per_shard=100, progress=False)
+    assert sorted(report.foreign) == ["my_own_data.tfrecord", "notes.txt"] and "left alone" in str(report)
+    assert report.removed == ["train-00009-100.tfrecord.partial-deadbeef"]
+    shrunk = write_shards(blocks(150), tmp_path, prefix="train", records_per_shard=100, progress=False)
+    assert sorted(shrunk.removed) == ["train-00001-100.tfrecord", "train-00002-50.tfrecord"]  # this prefix's stale shards
+    assert {"my_own_data.tfrecord", "notes.txt"} <= set(names(tmp_path))
+    assert (tmp_path / "my_own_data.tfrecord").read_bytes() == b"not ours"
+
+
+@pytest.mark.parametrize("bad, error", [([], EmptyCorpusError), (np.arange(10), ShardBlockSizeError),
+                                        ([blocks(3), blocks(3, width=4)], ShardBlockSizeError)])
+def test_a_failed_call_leaves_a_complete_folder_complete(tf, tmp_path, bad, error):
+    write_shards(blocks(120), tmp_path, prefix="train", records_per_shard=100, progress=False)
+    manifest = (tmp_path / "manifest.json").read_text()
+    with pytest.raises(error):
+        write_shards(bad, tmp_path, prefix="train", records_per_shard=100, progress=False)
+    if error is ShardBlockSizeError and isinstance(bad, list):
+        return  # a stream that goes bad after its first shard: that shard was written, the folder is incomplete
+    assert (tmp_path / "manifest.json").read_text() == manifest and verify_shards(tmp_path).all_ok
+
+
+@pytest.mark.parametrize("content", ["[]", '"manifest"', "{", '{"format": "something-else"}'])
+def test_a_manifest_that_is_not_one_is_a_clear_error_and_heals_on_rerun(tf, tmp_path, content):
+    write_shards(blocks(120), tmp_path, prefix="train", records_per_shard=100, progress=False)
+    (tmp_path / "manifest.json").write_text(content)
+    with pytest.raises(ManifestError, match="rerun write_shards|not a tpu-course shard manifest"):
+        read_manifest(tmp_path)
+    report = write_shards(blocks(120), tmp_path, prefix="train", records_per_shard=100, progress=False)
+    assert read_manifest(tmp_path).complete and verify_shards(tmp_path).all_ok and report.manifest.total_records == 120
+    assert json.loads((tmp_path / "manifest.json").read_text())["prefix"] == "train"
