@@ -33,7 +33,9 @@ def _records(path: Path) -> dict[str, tuple]:
                 rec = json.loads(line)
             except json.JSONDecodeError:  # a line cut off by a killed kernel: keep the rest
                 continue
-            items[rec["name"]] = (rec["value"], rec.get("unit") or "")
+            if not isinstance(rec, dict) or "name" not in rec or "value" not in rec:
+                continue  # not a figure (a partial write that still parsed): skip it, keep the run going
+            items[str(rec["name"])] = (rec["value"], rec.get("unit") or "")
     return items
 
 

@@ -143,6 +143,14 @@ def load_hub(repo: str = HUB_REPO, revision: str = HUB_REVISION):
     return _check(ds, f"{repo}@{revision}" if not local else repo)
 
 
+def _is_utf8(path: Path) -> bool:
+    try:
+        path.read_bytes().decode("utf-8")
+        return True
+    except UnicodeDecodeError:
+        return False
+
+
 def load_csv_dir(folder: str | os.PathLike[str]):
     """The original BANKING77 CSVs: ``train.csv`` and ``test.csv`` with columns ``text,category``.
 
@@ -165,6 +173,11 @@ def load_csv_dir(folder: str | os.PathLike[str]):
     try:  # datasets' own CSV reader (pandas); keep_default_na=False keeps a query such as "NA" as text
         raw = datasets.load_dataset("csv", data_files={k: str(v) for k, v in files.items()}, keep_default_na=False)
     except (ValueError, datasets.exceptions.DatasetGenerationError) as e:
+        cause = e.__cause__ or e.__context__
+        if isinstance(cause, UnicodeDecodeError) or "codec can't decode" in str(e):
+            bad = next((str(p) for p in files.values() if not _is_utf8(p)), str(folder))
+            raise Banking77Error(f"{bad} is not UTF-8 text (saved as latin-1 or another encoding?): save it as "
+                                 "UTF-8 (Excel: CSV UTF-8) and load it again.") from None
         raise Banking77Error(f"{folder}: the CSV files cannot be read as a table ({type(e).__name__}: "
                              f"{str(e).splitlines()[0][:200]}); expected BANKING77's header text,category.") from None
     for split, path in files.items():
@@ -173,6 +186,11 @@ def load_csv_dir(folder: str | os.PathLike[str]):
             raise Banking77Error(f"{path} has columns {header}; expected 'text' and 'category' (the original "
                                  "BANKING77 CSV header is: text,category).")
     raw = raw.map(lambda r: {"category": str(r["category"]).strip(), "text": str(r["text"])})
+    for split, path in files.items():
+        empty = [i + 2 for i, c in enumerate(raw[split]["category"]) if not c]  # +2: 1-based, after the header
+        if empty:
+            raise Banking77Error(f"{path}: line(s) {empty[:5]} have no category; every query needs its intent "
+                                 "(text,category). Fix or remove those lines.")
     train_cats = set(raw["train"]["category"])
     unknown = set(raw["test"]["category"]) - train_cats
     if unknown:
@@ -259,8 +277,12 @@ def train_wordpiece_tokenizer(texts: Iterable[str], vocab_size: int = 2000):
     from tokenizers import BertWordPieceTokenizer
     from transformers import BertTokenizerFast
 
+    texts = [t for t in texts if t and str(t).strip()]
+    if not texts:
+        raise Banking77Error("no texts to train the tokenizer on (a tokenizer of nothing would hold only its special "
+                             "tokens): pass the training queries, e.g. load_tokenizer('tiny', data['train']['text'])")
     wp = BertWordPieceTokenizer(lowercase=True)
-    wp.train_from_iterator(list(texts), vocab_size=vocab_size, min_frequency=1, special_tokens=list(SPECIAL_TOKENS),
+    wp.train_from_iterator(texts, vocab_size=vocab_size, min_frequency=1, special_tokens=list(SPECIAL_TOKENS),
                            show_progress=False)
     with tempfile.TemporaryDirectory() as tmp:
         wp.save_model(tmp)
@@ -329,6 +351,8 @@ def length_summary(lengths: Sequence[int], max_length: int) -> dict[str, float]:
     n = len(lengths)
     if n == 0:
         raise Banking77Error("no texts to measure")
+    if max_length < 1:
+        raise Banking77Error(f"max_length={max_length}: a query needs at least 1 token (BERT's [CLS] and [SEP] are 2)")
     kept = [min(x, max_length) for x in lengths]
     ordered = sorted(lengths)
     return {
@@ -350,6 +374,8 @@ def tokenize(dataset, tokenizer, max_length: int, *, padding: str = "max_length"
     """
     if padding not in ("max_length", "none"):
         raise Banking77Error(f"padding={padding!r}: use 'max_length' (pad here) or 'none' (pad per batch later)")
+    if not isinstance(max_length, int) or max_length < 2:
+        raise Banking77Error(f"max_length={max_length!r}: give a whole number of tokens, at least 2 ([CLS] and [SEP])")
 
     def encode(batch):
         if padding == "none":

@@ -110,22 +110,31 @@ def parse_accelerator_type(accelerator_type: str) -> tuple[str, int, int]:
     >>> parse_accelerator_type("v5litepod-8")
     ('v5e', 8, 8)
     """
-    m = re.fullmatch(r"v(\d)([a-z-]*?)(?:pod)?-(\d+)", accelerator_type.strip().lower())
+    text = str(accelerator_type).strip().lower()
+    m = re.fullmatch(r"v(\d)([a-z-]*?)(?:pod)?-(\d+)", text)
+    expected = "expected e.g. 'v2-8', 'v3-32', 'v4-8', 'v5p-8', 'v5litepod-8' (v5e) or 'v6e-8'"
     if not m:
-        raise ValueError(f"not a TPU accelerator type: {accelerator_type!r} (expected e.g. 'v3-8', 'v5litepod-8')")
-    major, variant, n = m.group(1), m.group(2), int(m.group(3))
-    if major == "5":
-        generation = "v5p" if variant.startswith("p") else "v5e"
-    elif major == "6":
-        generation = "v6e"
-    else:
-        generation = f"v{major}"
-    tc_per_chip = _TENSORCORES_PER_CHIP.get(generation, 1)
-    if tc_per_chip > 1:
-        chips = max(1, n // tc_per_chip)
-    else:
-        chips = n
+        raise ValueError(f"not a TPU accelerator type: {accelerator_type!r} ({expected})")
+    major, variant, n = m.group(1), m.group(2).rstrip("-"), int(m.group(3))
+    generation = {("2", ""): "v2", ("3", ""): "v3", ("4", ""): "v4", ("5", "p"): "v5p", ("5", "lite"): "v5e",
+                  ("5", "e"): "v5e", ("6", "e"): "v6e"}.get((major, variant))
+    if generation is None:
+        raise ValueError(f"unknown TPU generation in {accelerator_type!r} ({expected})")
+    tc_per_chip = _TENSORCORES_PER_CHIP[generation]
+    if n < 1 or n % tc_per_chip:
+        unit = "TensorCores (two per chip)" if tc_per_chip > 1 else "chips"
+        raise ValueError(f"{accelerator_type!r}: the number after the dash counts {unit} on {generation}, so it must be "
+                         f"a positive multiple of {tc_per_chip} ({expected})")
+    chips = n // tc_per_chip
     return generation, chips, chips * tc_per_chip
+
+
+def _parse_env_type(acc_type: str) -> tuple[str, int, int]:
+    try:
+        return parse_accelerator_type(acc_type)
+    except ValueError as e:
+        raise ValueError(f"TPU_ACCELERATOR_TYPE={acc_type!r} is not a TPU accelerator type: {e}. The TPU runtime "
+                         "sets it; if you set it yourself, fix or unset it.") from None
 
 
 def _pci_tpu_chips(root: Path) -> tuple[int, str | None]:
@@ -205,10 +214,7 @@ def detect_runtime(env: Mapping[str, str] | None = None, root: str | os.PathLike
     if chips or (acc_type and env.get("ISTPUVM") == "1"):
         generation, type_chips = pci_generation, None
         if acc_type:
-            try:
-                generation, type_chips, _ = parse_accelerator_type(acc_type)
-            except ValueError:
-                pass
+            generation, type_chips, _ = _parse_env_type(acc_type)
         # A pod slice spans hosts: the accelerator type counts all of them, device files only this host.
         host_chips = chips or type_chips
         devices = host_chips * _DEVICES_PER_CHIP.get(generation or "", 1) if host_chips else None
@@ -222,11 +228,8 @@ def detect_runtime(env: Mapping[str, str] | None = None, root: str | os.PathLike
         generation = None
         chips_n = devices_n = None
         if acc_type:
-            try:
-                generation, chips_n, _ = parse_accelerator_type(acc_type)
-                devices_n = chips_n * _DEVICES_PER_CHIP.get(generation, 1)
-            except ValueError:
-                pass
+            generation, chips_n, _ = _parse_env_type(acc_type)
+            devices_n = chips_n * _DEVICES_PER_CHIP.get(generation, 1)
         else:
             # Colab and Kaggle Nodes were always a v2-8 / v3-8: 8 cores. Say so only for those.
             devices_n = 8 if platform in ("colab", "kaggle") else None

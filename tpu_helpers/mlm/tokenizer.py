@@ -66,7 +66,17 @@ def train_unigram_tokenizer(texts: Any, vocab_size: int, *, batch_size: int = 10
     trainer = UnigramTrainer(vocab_size=vocab_size, special_tokens=list(SPECIAL_TOKENS), unk_token="<unk>",
                              show_progress=show_progress)
     length = (len(texts) + batch_size - 1) // batch_size if hasattr(texts, "__len__") else None
-    tok.train_from_iterator(_batches(texts, batch_size), trainer=trainer, length=length)
+    seen = {"texts": 0}
+
+    def counted():
+        for batch in _batches(texts, batch_size):
+            seen["texts"] += sum(1 for t in batch if t and t.strip())
+            yield batch
+
+    tok.train_from_iterator(counted(), trainer=trainer, length=length)
+    if not seen["texts"]:
+        raise EmptyCorpusError("train_unigram_tokenizer got no text (or only empty lines): a tokenizer trained on "
+                               "nothing would hold only the 5 special tokens. Check the corpus and its filter.")
     ids = {t: tok.token_to_id(t) for t in SPECIAL_TOKENS}
     if ids != {t: i for i, t in enumerate(SPECIAL_TOKENS)}:  # pragma: no cover - tokenizers' contract
         raise MLMDataError(f"unexpected special token ids after training: {ids}")

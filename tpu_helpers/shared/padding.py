@@ -62,6 +62,8 @@ def round_up(n: int, multiple: int) -> int:
 
 def default_boundaries(max_length: int, smallest: int = 8) -> list[int]:
     """Bucket upper bounds: powers of two from ``smallest`` up to ``max_length`` (always included)."""
+    if smallest < 1 or max_length < 1:
+        raise ValueError(f"smallest ({smallest}) and max_length ({max_length}) must be at least 1 token")
     bounds, b = [], smallest
     while b < max_length:
         bounds.append(b)
@@ -70,7 +72,10 @@ def default_boundaries(max_length: int, smallest: int = 8) -> list[int]:
 
 
 def _check_strategy(strategy: str) -> str:
-    if strategy in ("longest", "bucketing", "max_length") or _MULTIPLE_RE.match(strategy):
+    m = _MULTIPLE_RE.match(strategy)
+    if m and int(m.group(1)) < 1:
+        raise ValueError(f"{strategy!r}: pad to a multiple of at least 1 token (e.g. 'multiple_of_8')")
+    if strategy in ("longest", "bucketing", "max_length") or m:
         return strategy
     raise ValueError(f"unknown padding strategy {strategy!r}: use 'longest', 'multiple_of_N' (e.g. "
                      f"'multiple_of_32'), 'bucketing' or 'max_length'")

@@ -4,6 +4,7 @@ really received."""
 from __future__ import annotations
 
 import math
+import numbers
 import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
@@ -123,6 +124,10 @@ class BatchPlan:
 def plan_batches(per_replica_batch: int, replicas: int, dataset_size: int, drop_remainder: bool = True,
                  hosts: int | None = 1, name: str = "") -> BatchPlan:
     """The batch arithmetic of one configuration. Raises ValueError for sizes that cannot work."""
+    for what, value in (("per_replica_batch", per_replica_batch), ("replicas", replicas),
+                        ("dataset_size", dataset_size)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):  # numpy integers are fine
+            raise ValueError(f"{what} must be a whole number, not {value!r}: batches and steps are counts")
     if per_replica_batch < 1 or replicas < 1:
         raise ValueError(f"per-replica batch and replicas must be >= 1 (got {per_replica_batch}, {replicas})")
     if dataset_size < 0:

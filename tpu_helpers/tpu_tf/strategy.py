@@ -50,12 +50,14 @@ what a strategy runs on (`strategy_kind`) and the ``jit_compile`` rule are noteb
 """
 from __future__ import annotations
 
+import numbers
 import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from tpu_helpers.core.profiles import PROFILES
 from tpu_helpers.core.runtime import Runtime, detect_runtime
 from tpu_helpers.xla_tf.xla import strategy_kind
 
@@ -281,7 +283,7 @@ def explain_tpu_error(exc: BaseException, target: TPUTarget, runtime: Runtime,
             f"make sure the TPU build is installed (`{TF_TPU_INSTALL}`), and restart the kernel; "
             "or run without a TPU: PROFILE='cpu'.")
     if target.how == "node" and name in ("UnavailableError", "DeadlineExceededError", "InternalError",
-                                         "AbortedError", "CancelledError"):
+                                         "AbortedError", "CancelledError", "UnimplementedError"):
         return TPUConnectionError(
             f"Could not reach the TPU Node at {target.tpu}: {msg.splitlines()[0] if msg else name}",
             "check the Node is READY (`gcloud compute tpus describe NAME --zone=ZONE`), on the same network as "
@@ -366,6 +368,12 @@ def get_strategy(runtime: Runtime | None = None, *, profile: Any = None, tpu: st
     env = os.environ if env is None else env
     runtime = runtime or detect_runtime(env)
     profile_name = getattr(profile, "name", profile)
+    if profile_name is not None and profile_name not in PROFILES:
+        raise ValueError(f"unknown profile {profile_name!r}: use one of {', '.join(PROFILES)} (or None: automatic)")
+    if cpu_replicas is not None and (isinstance(cpu_replicas, bool) or not isinstance(cpu_replicas, numbers.Integral)
+                                     or cpu_replicas < 1):
+        raise ValueError(f"cpu_replicas={cpu_replicas!r}: give a whole number of simulated replicas, 1 or more "
+                         "(8 simulates a v2-8/v3-8), or None")
     target = tpu_target(runtime, tpu, zone, project, env)
 
     if profile_name == "tpu" and target is None:

@@ -125,6 +125,19 @@ def test_parse_accelerator_type_rejects_garbage():
         parse_accelerator_type("a100-80gb")
 
 
+@pytest.mark.parametrize("name, message", [("v9-8", "unknown TPU generation"), ("v5-8", "unknown TPU generation"),
+                                           ("v3-7", "positive multiple of 2"), ("v4-0", "positive multiple of 2"),
+                                           ("v5litepod-0", "positive multiple of 1"), ("banana", "not a TPU")])
+def test_parse_accelerator_type_refuses_what_google_never_names(name, message):
+    with pytest.raises(ValueError, match=message):
+        parse_accelerator_type(name)
+
+
+def test_a_bad_accelerator_type_variable_is_a_clear_error(tmp_path):
+    with pytest.raises(ValueError, match="TPU_ACCELERATOR_TYPE='banana' is not a TPU accelerator type"):
+        detect_runtime({"TPU_ACCELERATOR_TYPE": "banana", "ISTPUVM": "1"}, make_root(tmp_path))
+
+
 def test_detects_this_machine():
     rt = detect_runtime()
     assert rt.kind in Runtime.KINDS and rt.describe()

@@ -166,3 +166,11 @@ def test_report_identities_hold_for_any_lengths():
         assert rep["max_length"].compilations == 1
         assert rep["max_length"].padded_fraction >= rep["multiple_of_32"].padded_fraction >= rep["longest"].padded_fraction
         assert rep["multiple_of_32"].compilations <= 128 // 32
+
+
+
+def test_nonsense_padding_settings_are_clear_errors_not_hangs():
+    with pytest.raises(ValueError, match="at least 1 token"):
+        padding.default_boundaries(128, smallest=0)  # doubling 0 never reached 128
+    with pytest.raises(ValueError, match="multiple of at least 1"):
+        padding.padding_report([3, 5, 9], 2, max_length=16, strategies=("multiple_of_0",))

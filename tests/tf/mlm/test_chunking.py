@@ -106,3 +106,12 @@ def test_importing_the_mlm_package_loads_no_framework(tmp_path):
                          env={"PATH": "/usr/bin:/bin"})  # the installed tpu_helpers, from an empty folder
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("texts", [[], ["", "   ", "\n"]])
+def test_a_tokenizer_of_nothing_is_refused(texts):
+    from tpu_helpers.mlm.corpus import EmptyCorpusError
+    from tpu_helpers.mlm.tokenizer import train_unigram_tokenizer
+
+    with pytest.raises(EmptyCorpusError, match="no text"):
+        train_unigram_tokenizer(texts, 100)

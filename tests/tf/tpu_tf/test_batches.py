@@ -110,3 +110,15 @@ def test_strategy_module_does_not_import_tensorflow():
     code = "import sys, tpu_helpers.tpu_tf.strategy; assert 'tensorflow' not in sys.modules, 'tensorflow imported'"
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize("args", [(2.5, 8, 100), (32, 8.0, 100), (32, 8, "100"), (True, 8, 100)])
+def test_fractional_batches_are_refused(args):
+    with pytest.raises(ValueError, match="whole number"):
+        plan_batches(*args)
+
+
+def test_numpy_integers_are_whole_numbers():
+    import numpy as np
+
+    assert plan_batches(np.int64(8), np.int32(8), np.int64(1000)).global_batch == 64

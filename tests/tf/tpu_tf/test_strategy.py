@@ -467,3 +467,21 @@ def test_the_tpu_install_hint_is_the_install_plan():
         for arg in call:
             if "==" in arg or arg in ("tensorflow", "tensorflow-cpu", "--no-deps"):
                 assert arg in TF_TPU_INSTALL, (arg, TF_TPU_INSTALL)
+
+
+@pytest.mark.parametrize("kwargs, message", [({"profile": "tpuu"}, "unknown profile 'tpuu'"),
+                                             ({"cpu_replicas": -3}, "cpu_replicas=-3"),
+                                             ({"cpu_replicas": 2.5}, "whole number")])
+def test_nonsense_settings_are_refused_not_silently_replaced(kwargs, message):
+    backend = FakeBackend()
+    with pytest.raises(ValueError, match=message):
+        strategy_for(CPU, backend, **kwargs)
+    assert backend.calls == []  # refused before TensorFlow was touched
+
+
+def test_a_grpc_address_that_is_not_a_tpu_node_is_a_connection_error():
+    """What TensorFlow 2.20 raises when grpc://IP:8470 answers but is not a TPU Node's worker."""
+    UnimplementedError = type("UnimplementedError", (Exception,), {})
+    err = UnimplementedError("Method not found: /tensorflow.WorkerService/GetStatus")
+    with pytest.raises(TPUConnectionError, match="Could not reach the TPU Node at grpc://10.0.0.2:8470"):
+        strategy_for(NODE, FakeBackend(fail={"connect": err}))

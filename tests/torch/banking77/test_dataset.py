@@ -171,3 +171,28 @@ def test_tokenize_without_padding_keeps_each_querys_length_for_the_buckets(synth
     assert isinstance(enc["train"][0]["input_ids"], list)  # plain lists: the collator pads them per batch
     with pytest.raises(Banking77Error, match="padding="):
         dataset.tokenize(synthetic.dataset, tok, 16, padding="longest")
+
+
+def test_nonsense_lengths_and_empty_tokenizer_input_are_clear_errors(synthetic):
+    with pytest.raises(Banking77Error, match="max_length=0"):
+        dataset.length_summary([3, 5], 0)
+    with pytest.raises(Banking77Error, match="no texts to train the tokenizer"):
+        dataset.load_tokenizer("tiny", [])
+    with pytest.raises(Banking77Error, match="no texts to train the tokenizer"):
+        dataset.train_wordpiece_tokenizer(["", "  "])
+    tok = dataset.load_tokenizer("tiny", synthetic.dataset["train"]["text"], vocab_size=300)
+    for bad in (0, 1, 2.5):
+        with pytest.raises(Banking77Error, match="max_length="):
+            dataset.tokenize(synthetic.dataset, tok, bad)
+
+
+def test_csvs_from_spreadsheets_load_or_say_what_is_wrong(tmp_path):
+    (tmp_path / "train.csv").write_bytes("\ufefftext,category\nmy card,card_arrival\n".encode("utf-8"))  # Excel's BOM
+    (tmp_path / "test.csv").write_text("text,category\nwhere is it,card_arrival\n", encoding="utf-8")
+    assert dataset.load_csv_dir(tmp_path)["train"]["text"] == ["my card"]
+    (tmp_path / "test.csv").write_bytes("text,category\ncaf\xe9 payment,card_arrival\n".encode("latin-1"))
+    with pytest.raises(Banking77Error, match=r"test.csv is not UTF-8"):
+        dataset.load_csv_dir(tmp_path)
+    (tmp_path / "test.csv").write_text("text,category\nwhere is it,card_arrival\nno intent here,\n", encoding="utf-8")
+    with pytest.raises(Banking77Error, match=r"test.csv: line\(s\) \[3\] have no category"):
+        dataset.load_csv_dir(tmp_path)
