@@ -188,6 +188,15 @@ class LocalGCS:
         with _LOCK:
             current = active()
             if current is not None:
+                wanted = None if self.data_dir is None else self.data_dir.resolve()
+                running = None if current.data_dir is None else current.data_dir.resolve()
+                if current is not self and (wanted != running
+                                            or current.relay_other_hosts != self.relay_other_hosts):
+                    raise EmulatorError(
+                        f"an emulator is already running in this process (data in "
+                        f"{running or 'memory'}, relay_other_hosts={current.relay_other_hosts}), not the one asked "
+                        f"for (data in {wanted or 'memory'}, relay_other_hosts={self.relay_other_hosts}). Stop it "
+                        "first (LocalGCS().start().stop()), or ask for the same settings to reuse it.")
                 if current is not self:  # attach this object to the running emulator
                     self.__dict__.update(current.__dict__)
                 current._export_env()  # re-assert the variables in case something cleared them
