@@ -1,12 +1,9 @@
 """tpu_helpers._compat against the pinned accelerate and torch_xla: each test fails when an upgrade moves or
 changes the private name the course relies on."""
-import os
 
 import pytest
 
 from tpu_helpers import _compat
-
-os.environ.setdefault("PJRT_DEVICE", "CPU")
 
 
 def test_accelerate_caches_whether_it_found_torch_xla():

@@ -5,7 +5,6 @@ import os
 
 import pytest
 
-os.environ.setdefault("PJRT_DEVICE", "CPU")
 os.environ.setdefault("CPU_NUM_DEVICES", "1")
 
 

@@ -13,7 +13,6 @@ import os
 
 import pytest
 
-os.environ.setdefault("PJRT_DEVICE", "CPU")
 os.environ.setdefault("CPU_NUM_DEVICES", "1")
 torch = pytest.importorskip("torch")
 pytest.importorskip("torch_xla")

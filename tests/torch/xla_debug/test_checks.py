@@ -1,18 +1,7 @@
 """Every exercise check of notebook 06 (PyTorch/XLA under the hood) passes on the reference solution and fails,
 naming the problem, on a typical wrong answer. Runs on PyTorch/XLA's CPU device."""
-import os
 
 import pytest
-
-os.environ.setdefault("PJRT_DEVICE", "CPU")
-
-
-@pytest.fixture(scope="module")
-def xla():
-    torch = pytest.importorskip("torch")
-    torch_xla = pytest.importorskip("torch_xla")
-    return torch, torch_xla, torch_xla.device()
-
 
 # ------------------------------------------------------------------------------------ notebook 06
 SIZES06 = dict(batch_size=8, vocab_size=100, num_labels=3)

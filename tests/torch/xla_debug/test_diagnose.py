@@ -1,10 +1,7 @@
 """The slow-run detective names each planted problem in a tiny real PyTorch/XLA training loop, and nothing in a
 healthy one. torch / torch_xla are imported inside fixtures (pytest may also import TensorFlow test modules)."""
-import os
 
 import pytest
-
-os.environ.setdefault("PJRT_DEVICE", "CPU")
 
 
 @pytest.fixture(scope="module")

@@ -1,18 +1,8 @@
 """Every exercise check of notebook 02 (the XLA rules in PyTorch/XLA) passes on the reference solution and fails, naming
 the problem, on a typical wrong answer. torch / torch_xla are imported inside the tests (pytest may also import
 TensorFlow test modules)."""
-import os
 
 import pytest
-
-os.environ.setdefault("PJRT_DEVICE", "CPU")
-
-
-@pytest.fixture(scope="module")
-def xla():
-    torch = pytest.importorskip("torch")
-    torch_xla = pytest.importorskip("torch_xla")
-    return torch, torch_xla, torch_xla.device()
 
 
 # ------------------------------------------------------------------------------------ notebook 02, rule 1

@@ -1,9 +1,7 @@
 """The PyTorch/XLA counters count what really happened (XLA:CPU through PJRT_DEVICE=CPU)."""
-import os
 
 import pytest
 
-os.environ.setdefault("PJRT_DEVICE", "CPU")
 torch = pytest.importorskip("torch")
 torch_xla = pytest.importorskip("torch_xla")
 

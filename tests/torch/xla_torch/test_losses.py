@@ -2,18 +2,8 @@
 
 torch / torch_xla are imported inside the tests (pytest may import TensorFlow test modules in the same run).
 """
-import os
 
 import pytest
-
-os.environ.setdefault("PJRT_DEVICE", "CPU")
-
-
-@pytest.fixture(scope="module")
-def xla():
-    torch = pytest.importorskip("torch")
-    torch_xla = pytest.importorskip("torch_xla")
-    return torch, torch_xla
 
 
 def _batches(torch, counts, seq=12, classes=5):
@@ -29,7 +19,7 @@ def _batches(torch, counts, seq=12, classes=5):
 
 
 def test_masked_cross_entropy_equals_boolean_mask_and_ignore_index_on_cpu(xla):
-    torch, _ = xla
+    torch, _, _ = xla
     import torch.nn.functional as F
 
     from tpu_helpers.xla_torch.losses import boolean_mask_cross_entropy, masked_cross_entropy
@@ -42,7 +32,7 @@ def test_masked_cross_entropy_equals_boolean_mask_and_ignore_index_on_cpu(xla):
 
 
 def test_no_labelled_position_gives_zero_not_nan(xla):
-    torch, _ = xla
+    torch, _, _ = xla
     from tpu_helpers.xla_torch.losses import masked_cross_entropy, masked_mean
 
     logits = torch.randn(2, 4, 3)
@@ -53,7 +43,7 @@ def test_no_labelled_position_gives_zero_not_nan(xla):
 
 
 def test_bad_shapes_get_an_actionable_error(xla):
-    torch, _ = xla
+    torch, _, _ = xla
     from tpu_helpers.xla_torch.losses import LossInputError, masked_cross_entropy
 
     with pytest.raises(LossInputError, match="without its last"):
@@ -63,7 +53,7 @@ def test_bad_shapes_get_an_actionable_error(xla):
 
 
 def test_on_xla_boolean_mask_falls_back_and_recompiles_masked_mean_compiles_once(xla):
-    torch, torch_xla = xla
+    torch, torch_xla, _ = xla
     from tpu_helpers.xla_torch.counters import XlaCounters
     from tpu_helpers.xla_torch.losses import boolean_mask_cross_entropy, masked_cross_entropy
 
