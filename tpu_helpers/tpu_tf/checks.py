@@ -3,9 +3,9 @@
 Each check runs the learner's answer on inputs it builds itself and tests what it *does*, never its source:
 
 * `check_global_batch_and_steps`: ``SLICE_REPLICAS`` (how many TensorFlow replicas each slice has) must match
-  `tpu_helpers.tpu_tf.strategy.slice_info` on v5e-1, v3-8, v5e-8 and v3-32, and ``global_batch_and_steps(per_replica_batch,
+  `tpu_helpers.tpu_tf.batches.slice_info` on v5e-1, v3-8, v5e-8 and v3-32, and ``global_batch_and_steps(per_replica_batch,
   replicas, num_examples)`` must return ``(global batch, steps per epoch with drop_remainder=True)`` equal to
-  `tpu_helpers.tpu_tf.strategy.plan_batches` on those slices, with datasets that divide evenly, leave a remainder, or
+  `tpu_helpers.tpu_tf.batches.plan_batches` on those slices, with datasets that divide evenly, leave a remainder, or
   are smaller than one global batch. Typical slips are named: counting chips instead of TensorCores on v3,
   rounding the steps up, dividing by the per-replica batch.
 * `check_node_ready_dataset`: ``make_node_ready_dataset(features, labels, batch_size)`` must return a
@@ -98,7 +98,7 @@ def _batch_problem(result: Any, per_replica: int, replicas: int, examples: int) 
 def check_global_batch_and_steps(global_batch_and_steps: Callable, slice_replicas: Mapping[str, Any],
                                  this_runtime: tuple[int, int, int] | None = None) -> CheckResult:
     """``slice_replicas`` must give each of `SLICES` its replicas, and ``global_batch_and_steps(per_replica_batch,
-    replicas, num_examples)`` must agree with `tpu_helpers.tpu_tf.strategy.plan_batches` on every slice and example count
+    replicas, num_examples)`` must agree with `tpu_helpers.tpu_tf.batches.plan_batches` on every slice and example count
     (plus ``this_runtime = (per_replica_batch, replicas, num_examples)``, the notebook's own run, if given)."""
 
     def body() -> str:
