@@ -5,18 +5,16 @@ started once for the module by the `local_gcs` fixture (tests/tf/conftest.py).
 """
 from __future__ import annotations
 
-import json
 import os
 import socket
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
 
 from tpu_helpers._infra import gcs_emulator
-from tpu_helpers._infra.gcs_emulator import LocalGCS, proxy, write_target_bucket
+from tpu_helpers._infra.gcs_emulator import LocalGCS, write_target_bucket
 from tpu_helpers.core.runtime import Runtime
 from tpu_helpers.mlm import gcs as gcsmod
 
@@ -44,9 +42,20 @@ def test_start_is_idempotent_and_sets_the_environment(local_gcs):
     for key, value in env.items():
         assert os.environ[key] == value
     assert env["https_proxy"] == f"http://127.0.0.1:{local_gcs.proxy_port}"
-    assert env["STORAGE_EMULATOR_HOST"] == f"http://127.0.0.1:{local_gcs.http_port}"
+    assert "STORAGE_EMULATOR_HOST" not in os.environ  # the Python client reaches it only via storage_client()
     assert "googleapis" not in env["NO_PROXY"] and "127.0.0.1" in env["NO_PROXY"]
-    assert Path(env["CURL_CA_BUNDLE"]).read_text().count("BEGIN CERTIFICATE") == 1  # libcurl parses it per request
+    gcsmod_saved = local_gcs._saved_env
+    # CA bundles merged, never replaced: CURL_CA_BUNDLE = our CA + the bundle in force before; REQUESTS_CA_BUNDLE
+    # is the one requests used before and does not trust our CA.
+    curl_bundle = Path(env["CURL_CA_BUNDLE"]).read_text()
+    assert curl_bundle.startswith(local_gcs.ca_cert.read_text())
+    before = gcsmod_saved.get("CURL_CA_BUNDLE")
+    if before:
+        assert Path(before).read_text(errors="replace") in curl_bundle
+    assert curl_bundle.count("BEGIN CERTIFICATE") > 1
+    assert local_gcs.ca_cert.read_text() not in Path(env["REQUESTS_CA_BUNDLE"]).read_text()
+    if gcsmod_saved.get("REQUESTS_CA_BUNDLE"):
+        assert env["REQUESTS_CA_BUNDLE"] == gcsmod_saved["REQUESTS_CA_BUNDLE"]
     assert gcsmod.using_emulator()
 
 
@@ -86,19 +95,24 @@ def test_python_client_and_child_processes_see_the_same_objects(local_gcs):
     bucket = local_gcs.create_bucket("tf-emulator-clients")
     with tf.io.gfile.GFile(f"{bucket}/hello.txt", "w") as f:
         f.write("written by TensorFlow")
-    from google.cloud import storage
 
-    client = storage.Client()  # STORAGE_EMULATOR_HOST from the environment
+    client = local_gcs.storage_client()
     assert [b.name for b in client.list_blobs("tf-emulator-clients")] == ["hello.txt"]
     client.bucket("tf-emulator-clients").blob("py.txt").upload_from_string(b"written by google-cloud-storage")
     assert tf.io.gfile.GFile(f"{bucket}/py.txt").read() == "written by google-cloud-storage"
-    # A child process gets the variables from gcs.env (here: requests, which honours https_proxy and
-    # REQUESTS_CA_BUNDLE, asks the public XML endpoint exactly as TensorFlow reads objects).
-    code = ("import requests; r = requests.get('https://storage.googleapis.com/tf-emulator-clients/hello.txt', "
-            "headers={'Authorization': 'Bearer x'}, timeout=20); print(r.status_code, r.text)")
-    out = subprocess.run([sys.executable, "-c", code], env={**os.environ, **local_gcs.env}, capture_output=True,
+    # A child process gets the variables from gcs.env. One that reads gs:// the way TensorFlow does (libcurl:
+    # https_proxy + CURL_CA_BUNDLE; here the curl command) reaches the emulator...
+    url = "https://storage.googleapis.com/tf-emulator-clients/hello.txt"
+    child_env = {**os.environ, **local_gcs.env}
+    out = subprocess.run(["curl", "-sS", "-H", "Authorization: Bearer x", url], env=child_env, capture_output=True,
                          text=True, timeout=60)
-    assert out.stdout.strip() == "200 written by TensorFlow", out.stderr[-2000:]
+    assert out.stdout == "written by TensorFlow", out.stderr[-2000:]
+    # ...while a Python requests call meant for the real storage.googleapis.com is not answered by the emulator:
+    # REQUESTS_CA_BUNDLE does not trust our CA, so it fails its TLS check instead of reading emulated data.
+    code = ("import requests\ntry:\n    requests.get(%r, timeout=20)\nexcept requests.exceptions.SSLError:\n"
+            "    print('ssl-refused')\n" % url)
+    out = subprocess.run([sys.executable, "-c", code], env=child_env, capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "ssl-refused", out.stdout + out.stderr[-2000:]
 
 
 def test_read_only_bucket_refuses_writes_like_gcs(local_gcs):
@@ -127,41 +141,13 @@ def _connect(port: int, target: str) -> bytes:
         return s.recv(4096)
 
 
-def test_proxy_refuses_other_google_hosts_and_relays_the_rest(local_gcs):
-    assert _connect(local_gcs.proxy_port, "tpu.googleapis.com:443").startswith(b"HTTP/1.1 403")
-    # relay: a local TCP echo server stands in for any non-Google host
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(1)
-
-    def echo() -> None:
-        conn, _ = server.accept()
-        with conn:
-            conn.sendall(conn.recv(100).upper())
-
-    threading.Thread(target=echo, daemon=True).start()
-    with socket.create_connection(("127.0.0.1", local_gcs.proxy_port), timeout=10) as s:
-        s.sendall(f"CONNECT 127.0.0.1:{server.getsockname()[1]} HTTP/1.1\r\n\r\n".encode())
-        assert s.recv(4096).startswith(b"HTTP/1.1 200")
-        s.sendall(b"hello")
-        assert s.recv(100) == b"HELLO"
-    server.close()
-
-
-def test_proxy_without_relay_refuses_everything_else(local_gcs, tmp_path):
-    config = tmp_path / "proxy.json"
-    config.write_text(json.dumps({"cert": str(local_gcs.log_dir / "cert.pem"), "key": str(local_gcs.log_dir / "key.pem"),
-                                  "upstream_port": local_gcs.http_port, "policy": str(tmp_path / "none.json"),
-                                  "relay": False, "parent": os.getpid()}))
-    proc = subprocess.Popen([sys.executable, proxy.__file__, "_proxy", str(config)], stdout=subprocess.PIPE)
-    try:
-        port = int(proc.stdout.readline())
-        assert _connect(port, "example.org:443").startswith(b"HTTP/1.1 403")
-        assert _connect(port, "storage.googleapis.com:443").startswith(b"HTTP/1.1 200")
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-        proc.stdout.close()
+def test_proxy_refuses_google_metadata_loopback_and_unlisted_hosts(local_gcs):
+    for target in ("tpu.googleapis.com:443", "metadata.google.internal:80", "169.254.169.254:80",
+                   f"127.0.0.1:{local_gcs.http_port}", "localhost:22", "[::1]:443", "example.org:443"):
+        answer = _connect(local_gcs.proxy_port, target)
+        assert answer.startswith(b"HTTP/1.1 403"), (target, answer)
+    assert b"relays only the hosts on its list" in _connect(local_gcs.proxy_port, "example.org:443")
+    assert _connect(local_gcs.proxy_port, "storage.googleapis.com:443").startswith(b"HTTP/1.1 200")
 
 
 # ------------------------------------------------------------------------------------ tpu_helpers.mlm.gcs

@@ -48,11 +48,15 @@ def make_certificates(folder: Path, hosts: tuple[str, ...]) -> tuple[Path, Path,
     return ca_pem, cert_pem, key_pem
 
 
-def public_ca_bundle() -> str:
-    """The system/certifi CA bundle, appended to ours so relayed HTTPS (e.g. the Hub) still verifies."""
+def public_ca_bundle(current: str | None = None) -> str:
+    """The CA bundle in force (`current`, e.g. the user's ``CURL_CA_BUNDLE``; else the system's; else certifi's),
+    appended to ours so that nothing the user trusted before is lost."""
+    candidates = [current, ssl.get_default_verify_paths().openssl_cafile, ssl.get_default_verify_paths().cafile]
+    for path in candidates:
+        if path and Path(path).is_file():
+            return Path(path).read_text(errors="replace")
     try:
         import certifi
         return Path(certifi.where()).read_text()
     except Exception:  # pragma: no cover
-        paths = ssl.get_default_verify_paths()
-        return Path(paths.cafile).read_text() if paths.cafile and Path(paths.cafile).exists() else ""
+        return ""

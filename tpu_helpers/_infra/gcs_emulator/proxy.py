@@ -1,11 +1,15 @@
 """The emulator's HTTPS proxy: answers ``CONNECT`` for the Google storage hosts itself (TLS with the throwaway CA) and
-forwards each request to fake-gcs-server; relays other hosts unchanged or refuses them. Runs in a child process
+forwards each request to fake-gcs-server. Other hosts: relayed (an end-to-end TLS tunnel, through the proxy that was
+configured before the emulator started, if any) only when they are on the relay list (the Hugging Face Hub, PyPI,
+GitHub by default); loopback, link-local and cloud-metadata addresses are always refused. Runs in a child process
 (``python proxy.py _proxy CONFIG``, started by `tpu_helpers._infra.gcs_emulator.LocalGCS`): standard library only,
 no import of the package, so it starts by path with ``python -I``.
 """
 from __future__ import annotations
 
+import base64
 import http.client
+import ipaddress
 import json
 import os
 import re
@@ -28,6 +32,13 @@ EMULATED_HOSTS = ("storage.googleapis.com", "www.googleapis.com", "storage-downl
                   "oauth2.googleapis.com")
 
 
+
+# Hosts relayed by default: what a learner's notebook fetches while the emulator runs (Hub models and datasets,
+# pip installs, the course's own package from GitHub). A leading dot means "and every subdomain".
+DEFAULT_RELAY_HOSTS = ("huggingface.co", ".huggingface.co", ".hf.co", "pypi.org", "files.pythonhosted.org",
+                       "github.com", "codeload.github.com", ".githubusercontent.com")
+# Never relayed, whatever the list says: the cloud metadata servers (they hand out the VM's credentials).
+METADATA_HOSTS = ("metadata.google.internal", "metadata", "metadata.goog", "instance-data")
 
 _HOP_BY_HOP = {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
                "transfer-encoding", "upgrade", "expect", "proxy-connection"}
@@ -81,6 +92,36 @@ def _is_emulated(host: str) -> bool:
     return host in EMULATED_HOSTS or host.endswith(".storage.googleapis.com")
 
 
+def _listed(host: str, patterns: list[str] | tuple[str, ...]) -> bool:
+    return any(host == p or (p.startswith(".") and host.endswith(p)) for p in patterns)
+
+
+def _private_address(ip: str) -> bool:
+    """Loopback, link-local (169.254.169.254 is the metadata server), unspecified, multicast or reserved."""
+    try:
+        a = ipaddress.ip_address(ip.split("%")[0])
+    except ValueError:
+        return False
+    if isinstance(a, ipaddress.IPv6Address) and a.ipv4_mapped is not None:
+        a = a.ipv4_mapped
+    return a.is_loopback or a.is_link_local or a.is_unspecified or a.is_multicast or a.is_reserved
+
+
+def relay_refusal(host: str, relay_hosts: list[str] | tuple[str, ...]) -> str | None:
+    """Why a ``CONNECT`` to `host` (not an emulated one) is refused, or None when it may be relayed."""
+    host = host.strip("[]").lower().rstrip(".")
+    if host.endswith(".googleapis.com") or host.endswith(".google.com") or host == "google.com":
+        return ("only Google Cloud Storage is emulated; no other Google host is reached through this proxy (so no "
+                "request meant for the emulator, and no test token, ever reaches Google)")
+    if host in METADATA_HOSTS or host.endswith(".internal") or _private_address(host) or host == "localhost":
+        return "loopback, link-local and cloud-metadata addresses are never relayed"
+    if not _listed(host, relay_hosts):
+        listed = ", ".join(relay_hosts) or "none"
+        return (f"it relays only the hosts on its list ({listed}); start it with "
+                f"LocalGCS(relay_hosts=[..., {host!r}]) to add one, or stop the emulator")
+    return None
+
+
 class _ConnectHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: _ProxyServer
@@ -110,14 +151,14 @@ class _ConnectHandler(BaseHTTPRequestHandler):
             _GCSForwarder(tls, self.client_address, self.server, host)
             self.close_connection = True
             return
-        if host.endswith(".googleapis.com") or host.endswith(".google.com") or not self.server.config["relay"]:
-            self._refuse(host)
+        why = relay_refusal(host, self.server.config.get("relay_hosts", ()))
+        if why:
+            self._refuse(host, why)
             return
         self._relay(host, int(port or 443))
 
-    def _refuse(self, host: str) -> None:
-        body = (f"tpu-course local GCS emulator: refusing to connect to {host}; only Google Cloud Storage is "
-                "emulated and nothing else leaves this machine through this proxy.\n").encode()
+    def _refuse(self, host: str, why: str) -> None:
+        body = f"tpu-course local GCS emulator: refusing to connect to {host}: {why}.\n".encode()
         self.send_response_only(403, "Forbidden")
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Connection", "close")
@@ -125,16 +166,62 @@ class _ConnectHandler(BaseHTTPRequestHandler):
         self.wfile.write(body)
         self.close_connection = True
 
+    def _bad_gateway(self, message: str) -> None:
+        body = f"tpu-course local GCS emulator: {message}\n".encode()
+        self.send_response_only(502, "Bad Gateway")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+        self.close_connection = True
+
+    def _open_direct(self, host: str, port: int) -> socket.socket:
+        """Connect to `host` itself, checking every address it resolves to (no DNS trick reaches loopback)."""
+        last: OSError | None = None
+        for family, kind, proto, _, addr in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM):
+            if _private_address(addr[0]):
+                raise PermissionError(f"{host} resolves to {addr[0]}, a loopback/link-local address")
+            try:
+                sock = socket.socket(family, kind, proto)
+                sock.settimeout(30)
+                sock.connect(addr)
+                return sock
+            except OSError as e:
+                last = e
+        raise last or OSError(f"no address for {host}")
+
+    def _open_through(self, proxy_url: str, host: str, port: int) -> socket.socket:
+        """A tunnel to `host` through the proxy that was configured before the emulator started."""
+        url = urllib.parse.urlsplit(proxy_url if "://" in proxy_url else "http://" + proxy_url)
+        sock = socket.create_connection((url.hostname, url.port or 80), timeout=30)
+        auth = ""
+        if url.username:
+            pair = f"{urllib.parse.unquote(url.username)}:{urllib.parse.unquote(url.password or '')}"
+            auth = f"Proxy-Authorization: Basic {base64.b64encode(pair.encode()).decode()}\r\n"
+        sock.sendall(f"CONNECT {host}:{port} HTTP/1.1\r\nHost: {host}:{port}\r\n{auth}\r\n".encode())
+        head = b""
+        while b"\r\n\r\n" not in head:
+            data = sock.recv(4096)
+            if not data:
+                break
+            head += data
+        status = head.split(b"\r\n", 1)[0].decode(errors="replace")
+        if status.split()[1:2] != ["200"]:
+            sock.close()
+            raise ConnectionRefusedError(f"the proxy {url.hostname}:{url.port or 80} answered {status!r}")
+        return sock
+
     def _relay(self, host: str, port: int) -> None:
+        next_proxy = self.server.config.get("next_proxy")
         try:
-            upstream = socket.create_connection((host, port), timeout=30)
+            upstream = (self._open_through(next_proxy, host, port) if next_proxy
+                        else self._open_direct(host, port))
+        except PermissionError as e:
+            self._refuse(host, str(e))
+            return
         except OSError as e:
-            body = f"cannot reach {host}:{port}: {e}\n".encode()
-            self.send_response_only(502, "Bad Gateway")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-            self.close_connection = True
+            self._bad_gateway(f"cannot reach {host}:{port}"
+                              + (f" through {urllib.parse.urlsplit(next_proxy).hostname}" if next_proxy else "")
+                              + f": {e}")
             return
         self.send_response_only(200, "Connection established")
         self.end_headers()

