@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from tpu_helpers.core.hub import hub_access, pinned_revision
 from tpu_helpers.shared.banking_queries import BANKING77_LABELS, banking_query
 
 __all__ = [
@@ -54,6 +55,11 @@ SYNTHETIC_NOTE = ("SYNTHETIC stand-in for BANKING77 generated offline by tpu_hel
 
 class Banking77Error(ValueError):
     """A data source that cannot be used as asked; the message says how to fix it."""
+
+
+_OFFLINE_MODEL = "Offline? Use MODEL='tiny' (a small BERT built here, no download)."
+_OFFLINE_DATA = ("Offline? Use DATA_SOURCE='synthetic' (generated here, no download) or DATA_SOURCE='csv' with "
+                 "CSV_DIR pointing at a folder holding BANKING77's train.csv and test.csv.")
 
 
 @dataclass
@@ -123,24 +129,18 @@ def load_hub(repo: str = HUB_REPO, revision: str = HUB_REVISION):
     import datasets
 
     local = os.path.isdir(repo)
+    if local:
+        return _check(datasets.load_dataset(repo), repo)
     try:
-        if local:
-            ds = datasets.load_dataset(repo)
-        else:
+        with hub_access(f"{repo}@{revision}", _OFFLINE_DATA, error=Banking77Error):
             ds = datasets.load_dataset(repo, revision=revision)
-    except (ConnectionError, OSError, TimeoutError) as e:  # offline mode, no network, DNS...
-        raise Banking77Error(
-            f"could not load {repo}@{revision} from the Hugging Face Hub ({type(e).__name__}: "
-            f"{str(e).splitlines()[0][:200]}). Offline? Use DATA_SOURCE='synthetic' (generated here, no download) "
-            "or DATA_SOURCE='csv' with CSV_DIR pointing at a folder holding BANKING77's train.csv and test.csv."
-        ) from None
-    except RuntimeError as e:
+    except Banking77Error as e:
         if "scripts are no longer supported" in str(e):
             raise Banking77Error(
                 f"{repo}@{revision} is a loading-script dataset, which datasets>=4 refuses to run. Load the Hub's "
                 f"parquet export instead: revision='{HUB_REVISION}' (the default here).") from None
         raise
-    return _check(ds, f"{repo}@{revision}" if not local else repo)
+    return _check(ds, f"{repo}@{revision}")
 
 
 def _is_utf8(path: Path) -> bool:
@@ -295,11 +295,9 @@ def load_tokenizer(model_name: str, train_texts: Iterable[str] = (), vocab_size:
         return train_wordpiece_tokenizer(train_texts, vocab_size)
     from transformers import AutoTokenizer
 
-    try:
-        return AutoTokenizer.from_pretrained(model_name)
-    except OSError as e:
-        raise Banking77Error(f"could not load the tokenizer of {model_name!r} ({str(e).splitlines()[0][:160]}). "
-                             "Offline? Use MODEL='tiny' (a small BERT built here, no download).") from None
+    with hub_access(f"the tokenizer of {model_name!r}", _OFFLINE_MODEL, error=Banking77Error) as local_only:
+        return AutoTokenizer.from_pretrained(model_name, revision=pinned_revision(model_name),
+                                             local_files_only=local_only)
 
 
 def make_model(model_name: str, data: Banking77Data, *, vocab_size: int | None = None, max_length: int = 128,
@@ -332,11 +330,9 @@ def make_model(model_name: str, data: Banking77Data, *, vocab_size: int | None =
                             num_attention_heads=heads, intermediate_size=4 * hidden_size,
                             max_position_embeddings=max(max_length, 64), **labels)
         return BertForSequenceClassification(config)
-    try:
-        return AutoModelForSequenceClassification.from_pretrained(model_name, **labels)
-    except OSError as e:
-        raise Banking77Error(f"could not load {model_name!r} ({str(e).splitlines()[0][:160]}). Offline? Use "
-                             "MODEL='tiny' (a small BERT built here, no download).") from None
+    with hub_access(repr(model_name), _OFFLINE_MODEL, error=Banking77Error) as local_only:
+        return AutoModelForSequenceClassification.from_pretrained(
+            model_name, revision=pinned_revision(model_name), local_files_only=local_only, **labels)
 
 
 # ------------------------------------------------------------------------------------------------ tokenisation

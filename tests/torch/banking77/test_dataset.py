@@ -3,6 +3,7 @@ parquet branch, the CSV folder, the synthetic stand-in, and the clear errors for
 import csv
 import os
 import re
+import socket
 import subprocess
 import sys
 import textwrap
@@ -196,3 +197,28 @@ def test_csvs_from_spreadsheets_load_or_say_what_is_wrong(tmp_path):
     (tmp_path / "test.csv").write_text("text,category\nwhere is it,card_arrival\nno intent here,\n", encoding="utf-8")
     with pytest.raises(Banking77Error, match=r"test.csv: line\(s\) \[3\] have no category"):
         dataset.load_csv_dir(tmp_path)
+
+
+@pytest.mark.parametrize("call", ["dataset.load_tokenizer('bert-base-uncased')", "dataset.load_banking77('hub')"])
+def test_an_unreachable_hub_fails_fast_with_the_offline_choice(tmp_path, call):
+    """No offline flag, no network: one 5 s probe, the cache only, one clear error (was ~60 s of retries)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    code = textwrap.dedent(f"""
+        import time
+        from tpu_helpers.banking77 import dataset
+        start = time.monotonic()
+        try:
+            {call}
+        except dataset.Banking77Error as e:
+            print("CLEAR:", e)
+        print("SECONDS:", time.monotonic() - start)
+    """)
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_OFFLINE")}
+    env.update(HF_ENDPOINT=f"http://127.0.0.1:{port}", HF_HOME=str(tmp_path / "hf"))
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "CLEAR:" in out.stdout and "did not answer within 5 s" in out.stdout, out.stdout + out.stderr[-2000:]
+    assert ("MODEL='tiny'" if "tokenizer" in call else "DATA_SOURCE='synthetic'") in out.stdout
+    assert float(out.stdout.split("SECONDS:")[1]) < 15 and "Traceback" not in out.stdout + out.stderr
