@@ -1,5 +1,6 @@
 import json
 
+import pytest
 from install_plan import read_pins
 
 from tpu_helpers.core import summary
@@ -15,6 +16,27 @@ def test_record_writes_json_lines_for_the_runner(tmp_path, monkeypatch, capsys):
     assert lines == [{"name": "compilations", "value": 3, "unit": ""}, {"name": "ratio", "value": 2.346, "unit": "x"}]
     assert "[measured] ratio: 2.346 x" in capsys.readouterr().out
     assert "compilations  3" in summary.show()
+
+
+@pytest.mark.parametrize("under_runner", [False, True])
+def test_record_takes_numpy_scalars_and_refuses_arrays_and_objects_alike_in_both_modes(tmp_path, monkeypatch,
+                                                                                      under_runner):
+    import numpy as np
+
+    if under_runner:
+        monkeypatch.setenv(summary.FIGURES_ENV, str(tmp_path / "figs.jsonl"))
+    else:
+        monkeypatch.delenv(summary.FIGURES_ENV, raising=False)
+    assert summary.record("f", np.float32(1.25), quiet=True) == 1.25
+    assert summary.record("i", np.int64(7), quiet=True) == 7 and summary.record("b", np.bool_(True), quiet=True) is True
+    assert summary.record("one", np.array([3.5]), quiet=True) == 3.5
+    with pytest.raises(TypeError, match="not an array of 2 elements.*mean"):
+        summary.record("arr", np.array([1, 2]))
+    with pytest.raises(TypeError, match="not PosixPath"):
+        summary.record("path", tmp_path)
+    if under_runner:
+        assert [json.loads(s)["name"] for s in (tmp_path / "figs.jsonl").read_text().splitlines()] == \
+            ["f", "i", "b", "one"]
 
 
 def test_read_pins_and_mismatches(tmp_path):
