@@ -120,3 +120,20 @@ def slowest_cells_report(executed: Path, n: int, notebook_seconds: float | None 
         text = c.first_line if len(c.first_line) <= 70 else c.first_line[:67] + "..."
         lines.append(f"  {c.seconds:7.1f} s  {share:4.0f} %  {label:<14}  {text}")
     return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``./course python tools/run_budgets.py [--top N] build/*.ipynb``: the slowest cells of notebooks already run."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description=main.__doc__)
+    ap.add_argument("executed", nargs="+", help="executed notebooks (./course run writes them to build/)")
+    ap.add_argument("--top", type=int, default=5, help="cells per notebook (default 5)")
+    args = ap.parse_args(argv)
+    for path in args.executed:
+        print(slowest_cells_report(Path(path), args.top))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -86,3 +86,11 @@ def test_slowest_cells_report_without_a_run_says_so(tmp_path, content):
     out = slowest_cells_report(nb, 3)
     assert out.startswith("05_x.ipynb: no ") and "\n" not in out
     assert run_budgets.NOTEBOOK_BUDGET_S == 180.0
+
+
+def test_command_line_profiles_notebooks_already_run(tmp_path, capsys):
+    nb = write_executed(tmp_path / "05_x.ipynb", [1.0, 4.0, 2.0])
+    assert run_budgets.main(["--top", "1", str(nb), str(tmp_path / "06_missing.ipynb")]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "05_x.ipynb: 3 cells ran, 7.0 s in cells" and out[1].endswith("work(1)")
+    assert out[2] == "06_missing.ipynb: no executed notebook to profile"
