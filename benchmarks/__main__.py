@@ -15,7 +15,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from benchmarks.harness import Benchmark, machine_info, render_markdown
+from benchmarks.harness import Benchmark, benchmarks_from_json, load_average, machine_info, render_markdown
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "benchmarks.md"
@@ -26,7 +26,7 @@ def discover() -> list[str]:
     return sorted(p.stem.removeprefix("bench_") for p in (ROOT / "benchmarks").glob("bench_*.py"))
 
 
-def run_module(name: str, quick: bool) -> Benchmark | str:
+def run_module(name: str, quick: bool) -> list[Benchmark] | str:
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
         out = f.name
     cmd = [sys.executable, "-m", f"benchmarks.bench_{name}", "--json", out] + (["--quick"] if quick else [])
@@ -35,7 +35,7 @@ def run_module(name: str, quick: bool) -> Benchmark | str:
     try:
         if proc.returncode != 0:
             return f"{name}: FAILED (exit {proc.returncode})\n" + "\n".join(proc.stderr.splitlines()[-8:])
-        return Benchmark.from_json(Path(out).read_text())
+        return benchmarks_from_json(Path(out).read_text())
     finally:
         Path(out).unlink(missing_ok=True)
 
@@ -63,16 +63,17 @@ def main(argv: list[str] | None = None) -> int:
     parts, failed = {}, []
     for name in names:
         print(f"running {name} ...", flush=True)
+        load = load_average()
         res = run_module(name, args.quick)
         if isinstance(res, str):
             print(res, file=sys.stderr)
             failed.append(name)
             continue
-        md = render_markdown(res)
-        print(md)
-        stamp = f"*{datetime.date.today().isoformat()}, {machine_info()}; `./course python -m benchmarks {name}" + \
-            (" --quick" if args.quick else "") + "`*\n\n"
-        parts[name] = md.replace("\n\n", "\n\n" + stamp, 1)
+        stamp = f"*{datetime.date.today().isoformat()}, {machine_info()}, {load} at the start; " \
+            f"`./course python -m benchmarks {name}" + (" --quick" if args.quick else "") + "`*\n\n"
+        mds = [render_markdown(b) for b in res]
+        print("\n".join(mds))
+        parts[name] = "\n".join(md.replace("\n\n", "\n\n" + stamp, 1) for md in mds)
     header = ("Each block below says when, on which machine and with which command it was measured; "
               "`./course python -m benchmarks NAME` re-measures one block and keeps the others.\n\n")
     if not args.no_write and parts:

@@ -123,8 +123,9 @@ def run(quick: bool) -> Benchmark:
                "'shapes (epoch)' is the number of distinct batch shapes in one epoch, each one XLA compilation; "
                "'compiled (first steps)' what the timed steps compiled on their first pass (each candidate trains "
                "its own model, so none reuses another's graphs), and 'first pass s' that pass's time, compiling "
-               "included: padding='longest' buys its short steps with a compilation for almost every new batch. On a TPU the step time follows the tokens computed more closely than "
-               "on this CPU, where tracing the graph in Python costs the same for any length."))
+               "included: padding='longest' buys its short steps with a compilation for almost every new batch. "
+               "Where an XLA:CPU step's time goes (the host's tracing vs the device's execution) is measured by the "
+               "buckets_bert benchmark on a real-sized BERT."))
 
 
 if __name__ == "__main__":

@@ -9,6 +9,10 @@ notebook recorded with `tpu_helpers.core.summary.record`. Exit status 1 if any n
     ./course run --profile ci 00 01       # the smallest sizes, notebooks 00 and 01 only
     ./course run -p PROFILE cpu           # set a notebook parameter (papermill -p)
     ./course run --profile ci --seeds 5   # every notebook with SEED = 0..4: min / max of each figure over seeds
+    ./course run --profile-cells 5        # also the 5 slowest cells of each notebook (papermill's cell times)
+
+On the cpu and ci profiles the table shows each notebook's time budget (180 s) and the whole run's (12 min) and
+flags the ones over it (`tools/run_budgets.py`); over budget is reported, not a failure.
 """
 from __future__ import annotations
 
@@ -21,7 +25,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-from tpu_helpers.core.summary import FIGURES_ENV  # noqa: E402  (the installed package: ./course installs the wheel)
+from run_budgets import budget_for, results_table, slowest_cells_report  # noqa: E402  (tools/ is on sys.path)
+
+from tpu_helpers.core.profiles import choose_profile  # noqa: E402  (the installed package: ./course installs the wheel)
+from tpu_helpers.core.summary import FIGURES_ENV  # noqa: E402
 
 
 def _records(path: Path) -> dict[str, tuple]:
@@ -97,6 +104,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=int, default=1800, help="per-cell timeout in seconds")
     ap.add_argument("--seeds", type=int, default=0,
                     help="run every notebook with SEED = 0..N-1 and report each figure's min / max over the seeds")
+    ap.add_argument("--profile-cells", type=int, default=0, metavar="N",
+                    help="after the table, print the N slowest cells of each notebook (papermill's recorded times)")
     args = ap.parse_args(argv)
     if args.profile:
         os.environ["TPU_COURSE_PROFILE"] = args.profile
@@ -137,11 +146,13 @@ def main(argv: list[str] | None = None) -> int:
         status, seconds, figs = run_one(nb, out_dir, params, not args.no_html, args.timeout)
         print(f"  {nb.name}: {status} in {seconds:.0f} s", flush=True)
         rows.append((nb.name, status, seconds, figs))
-    w = max(len(r[0]) for r in rows)
+    table, _ = results_table(rows, budget_for(str(params.get("PROFILE") or choose_profile().name)))
     print()
-    print(f"{'notebook'.ljust(w)}  {'status':<8}  {'seconds':>7}  key figures")
-    for name, status, seconds, figs in rows:
-        print(f"{name.ljust(w)}  {status.split(':')[0]:<8}  {seconds:7.0f}  {figs}")
+    print(table)
+    if args.profile_cells:
+        print(f"\nslowest cells (up to {args.profile_cells} per notebook):")
+        for name, _, seconds, _ in rows:
+            print(slowest_cells_report(out_dir / name, args.profile_cells, seconds))
     failed = [r for r in rows if r[1] != "ok"]
     for name, status, _, _ in failed:
         print(f"\n{name}: {status}\n  see {out_dir / name}")

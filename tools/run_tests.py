@@ -15,7 +15,9 @@
 * **A crash is a failure.** A pytest process killed by a signal (negative exit code: an abort, an out-of-memory
   kill, a segfault) or one that wrote no junit report fails the run, whatever it had counted.
 
-Extra arguments go to every pytest process. The closing line adds up all groups.
+Extra arguments go to every pytest process (``./course test --durations=15`` lists the 15 slowest tests and
+notebook cells). The closing lines add up all groups, and a whole run's time is compared with its budget
+(12 minutes on the 2-core reference machine; `tools/run_budgets.py`).
 """
 from __future__ import annotations
 
@@ -29,6 +31,9 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+
+from run_budgets import TOTAL_BUDGET_S  # noqa: E402  (tools/ is on sys.path)
+
 NBVAL = ["--nbval-lax", "--nbval-current-env", "--nbval-cell-timeout=1500",
          "--nbval-sanitize-with", str(ROOT / "tests" / "nbval_sanitize.cfg")]
 
@@ -126,6 +131,16 @@ def verdict(results: list[tuple[str, int, dict[str, int] | None]]) -> tuple[int,
     return worst or (1 if failed else 0), line
 
 
+def time_line(times: list[tuple[str, float]], budget: float | None) -> str:
+    """Where a run's time went, per group, and (for a whole run) the total against the budget."""
+    total = sum(seconds for _, seconds in times)
+    line = "time: " + ", ".join(f"{name.split(',')[0].split(' (')[0]} {seconds:.0f} s" for name, seconds in times)
+    line += f"; total {total:.0f} s"
+    if budget is not None:
+        line += f" (budget {budget:.0f} s: " + (f"OVER +{total - budget:.0f} s)" if total > budget else "ok)")
+    return line
+
+
 def main(argv: list[str]) -> int:
     os.environ.setdefault("TPU_COURSE_PROFILE", "ci")
     os.environ.setdefault("TPU_COURSE_SOLUTIONS", "1")  # exercises run with the reference answers: every check must pass
@@ -145,17 +160,24 @@ def main(argv: list[str]) -> int:
         plan = [(FOLDERS[k], tests) for k in kinds] + [(NOTEBOOKS, [p for p in paths if p.endswith(".ipynb")])]
         plan = [(n, p) for n, p in plan if p]
         argv = extra
-        results = []
+        results, times, budget = [], [], None
     else:
         plan = groups()
+        budget = TOTAL_BUDGET_S  # the whole suite has a budget; some paths only do not
+        t = time.perf_counter()
         results = [lint()]
+        times = [("lint", time.perf_counter() - t)]
     with tempfile.TemporaryDirectory(prefix="tpu-course-tests-") as tmp:
         for i, (name, paths) in enumerate(plan):
+            t = time.perf_counter()
             rc, totals = run_group(name, paths, argv, Path(tmp), i)
+            times.append((name, time.perf_counter() - t))
             results.append((name, rc, totals))
     code, line = verdict(results)
     print("\n" + line)
+    print(time_line(times, budget))
     return code
+
 
 
 if __name__ == "__main__":

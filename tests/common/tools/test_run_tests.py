@@ -57,3 +57,12 @@ def test_a_test_importing_the_other_framework_fails_with_a_message(tmp_path):
         probe.unlink()
     assert proc.returncode == 1, proc.stdout[-2000:]
     assert "tensorflow cannot be imported by a test in tests/torch" in proc.stdout and "move the test to tests/tf" in proc.stdout
+
+
+def test_time_line_adds_up_the_groups_and_flags_a_whole_run_over_budget():
+    groups = [("lint", 4.2), ("framework-free unit tests", 30.0), ("notebooks, each alone in an empty folder (nbval)", 700.0)]
+    line = run_tests.time_line(groups, run_tests.TOTAL_BUDGET_S)
+    assert line == ("time: lint 4 s, framework-free unit tests 30 s, notebooks 700 s; total 734 s "
+                    "(budget 720 s: OVER +14 s)")
+    assert run_tests.time_line(groups[:2], 720.0).endswith("total 34 s (budget 720 s: ok)")
+    assert run_tests.time_line(groups[:1], None) == "time: lint 4 s; total 4 s"  # some paths only: no budget
