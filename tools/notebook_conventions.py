@@ -4,7 +4,8 @@ Every notebook in notebooks/ is named ``NN_slug.ipynb`` (NN = 00, 01, ... withou
   cell 0  the "Open in Colab" / "Open in Kaggle" badges (generated: `badge_source`);
   cell 1  the install cell (generated: `install_source`, from the plans of `install_plan`), tagged ``install``
           and ``nbval-skip``: it installs the pinned stack only on Colab/Kaggle and does nothing anywhere else;
-  one cell tagged ``parameters`` (papermill convention) holding every knob the notebook reads;
+  one cell tagged ``parameters`` (papermill convention) holding every knob the notebook reads, written so that
+          ``papermill --help-notebook`` lists each one with its help (`parameter_problems`);
   no outputs (except cells marked ``# NBVAL_CHECK_OUTPUT``), the kernelspec of its framework's kernel
   (``tpu-course-tf`` / ``tpu-course-torch``: `./course setup` registers both, on a TPU VM one environment each),
   and metadata limited to kernelspec, language_info and ``tpu_course``: the notebook's framework ("tf" or "torch")
@@ -18,6 +19,7 @@ fails when anything here is out of date.
 from __future__ import annotations
 
 import ast
+import logging
 import os
 import re
 import sys
@@ -188,6 +190,8 @@ def problems(path: Path, repo: str = GITHUB_REPO) -> list[str]:
     params = [i for i, c in enumerate(cells) if "parameters" in _tags(c)]
     if len(params) != 1:
         out.append(f"exactly one cell must be tagged 'parameters' (found {len(params)})")
+    else:
+        out += [f"parameters cell: {p}" for p in parameter_problems(cells[params[0]].source)]
     for i, c in enumerate(cells):
         if c.cell_type == "code" and (c.get("outputs") or c.get("execution_count")) and \
                 CHECK_OUTPUT_MARK not in c.source:
@@ -200,6 +204,48 @@ def problems(path: Path, repo: str = GITHUB_REPO) -> list[str]:
         out.append("no assert cell: which claim does this notebook prove?")
     if nbformat.writes(normalise(nbformat.reads(raw, as_version=4))) + "\n" != raw:
         out.append("not normalised (run ./course links)")
+    return out
+
+
+def parameter_problems(source: str) -> list[str]:
+    """What keeps papermill from listing a parameters cell's knobs (``papermill --help-notebook``, ``-p NAME``).
+
+    The format: one parameter per line, ``NAME = LITERAL  # help``; other lines only blank or ``#`` comments.
+    papermill's own parser (`papermill.translators.PythonTranslator.inspect`) splits the cell at every ``=``: a
+    line with a second ``=`` (in the help, or a ``==``) is skipped ("Unable to parse line"), and ``-p NAME`` then
+    warns "Passed unknown parameter". So the help must say "None: automatic", never "None = automatic".
+    """
+    from papermill.translators import PythonTranslator
+
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as e:
+        return [f"not valid Python ({e.msg}, line {e.lineno})"]
+    out, assigned = [], []
+    for node in tree.body:
+        target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
+        if not isinstance(target, ast.Name) or node.lineno != node.end_lineno:
+            out.append(f"line {node.lineno}: only one-line `NAME = value  # help` assignments belong here")
+            continue
+        try:
+            ast.literal_eval(node.value)
+        except ValueError:
+            out.append(f"line {node.lineno}: {target.id} must be a literal (a number, string, None, True/False, "
+                       "list or dict), which papermill can replace")
+        assigned.append(target.id)
+    papermill_log = logging.getLogger("papermill")
+    level = papermill_log.level
+    papermill_log.setLevel(logging.ERROR)  # its "Unable to parse line" warnings: reported below, in our words
+    try:
+        listed = {p.name: p for p in PythonTranslator.inspect({"source": source})}
+    finally:
+        papermill_log.setLevel(level)
+    for name in assigned:
+        if name not in listed:
+            out.append(f"{name}: papermill cannot parse its line (a second '=' in it? write 'None: automatic', "
+                       "not 'None = automatic')")
+        elif not listed[name].help:
+            out.append(f"{name}: no help: end its line with `# what it does` (papermill --help-notebook shows it)")
     return out
 
 

@@ -20,6 +20,7 @@ import argparse
 import json
 import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -67,6 +68,17 @@ def seeds_table(results: dict[str, list[tuple[int, str, dict]]]) -> str:
     return "\n".join(lines)
 
 
+def ipc_kernel_config(folder: str):
+    """nbclient config for a kernel reached through Unix sockets in `folder` instead of TCP ports on 127.0.0.1.
+
+    A TCP kernel logs "Kernel is running over TCP without encryption" at every start; an IPC one has nothing to
+    warn about (only this user can open the sockets), and its sockets live in a private folder, not the cwd.
+    """
+    from traitlets.config import Config
+
+    return Config({"KernelManager": {"transport": "ipc", "ip": os.path.join(folder, "kernel")}})
+
+
 def run_one(nb: Path, out_dir: Path, params: dict, html: bool, timeout: int) -> tuple[str, float, str]:
     import papermill
     from papermill.exceptions import PapermillExecutionError
@@ -78,9 +90,10 @@ def run_one(nb: Path, out_dir: Path, params: dict, html: bool, timeout: int) -> 
     start = time.perf_counter()
     status = "ok"
     try:
-        papermill.execute_notebook(str(nb), str(executed), parameters=params, kernel_name=None,  # the notebook's
-                                   cwd=str(nb.parent), progress_bar=False, log_output=False,
-                                   execution_timeout=timeout)
+        with tempfile.TemporaryDirectory(prefix="tpu-course-kernel-") as sockets:
+            papermill.execute_notebook(str(nb), str(executed), parameters=params, kernel_name=None,  # the notebook's
+                                       cwd=str(nb.parent), progress_bar=False, log_output=False,
+                                       execution_timeout=timeout, config=ipc_kernel_config(sockets))
     except PapermillExecutionError as e:
         status = f"FAILED: {e.ename}: {str(e.evalue).splitlines()[0][:120] if e.evalue else ''}"
     except Exception as e:  # kernel died, timeout...

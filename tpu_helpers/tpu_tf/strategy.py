@@ -270,7 +270,7 @@ def explain_tpu_error(exc: BaseException, target: TPUTarget, runtime: Runtime,
         holder = libtpu_lock_holder(lockfile, proc_locks) if target.how == "vm" else None
         if holder:
             return _in_use_error(holder, lockfile)
-        if "ConfigureDistributedTPU" in msg and target.how == "vm":
+        if "ConfigureDistributedTPU" in msg and target.how == "vm" and runtime.is_tpu_vm:  # chips here, no TPU build
             return TPUNotFoundError(
                 "TensorFlow has no TPU support here: this is the CPU-only `tensorflow` wheel, which cannot "
                 "drive the TPU chips of this VM.",

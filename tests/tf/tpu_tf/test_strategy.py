@@ -257,6 +257,14 @@ def test_cpu_only_wheel_on_a_tpu_vm():
     assert "pip install tensorflow-tpu" in e.value.fix
 
 
+def test_cpu_only_wheel_off_a_tpu_is_no_tpu_not_a_wrong_wheel():
+    """tpu="local" on a machine without TPU chips (notebook 03's hand-written connection off a TPU)."""
+    err = NotFoundError("TPUs not found in the cluster. Failed in initialization: No OpKernel was registered to "
+                        "support Op 'ConfigureDistributedTPU' used by {{node ConfigureDistributedTPU}}")
+    clear = explain_tpu_error(err, TPUTarget("local", how="vm"), CPU, lockfile="/nonexistent/libtpu_lockfile")
+    assert isinstance(clear, TPUNotFoundError) and "found no TPU" in str(clear) and "CPU-only" not in str(clear)
+
+
 def test_tpu_in_use_message_from_libtpu():
     err = RuntimeError("ABORTED: The TPU is already in use by process with pid 4242. Not attempting to load "
                        "libtpu.so in this process.")
@@ -453,7 +461,8 @@ def test_real_errors_on_this_cpu():
     """)
     assert "already initialised its devices in this kernel with 1 CPU device(s)" in out["late"]
     assert out["no_name"] == "TPUNameError"
-    assert "CPU-only `tensorflow` wheel" in out["local"]
+    # no chips here: "no TPU" with the fix, not "the CPU-only wheel on this VM" (that needs a TPU runtime)
+    assert "found no TPU" in out["local"] and "tensorflow-tpu==" in out["local"] and "CPU-only" not in out["local"]
 
 
 def test_the_tpu_install_hint_is_the_install_plan():
