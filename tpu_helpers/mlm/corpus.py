@@ -256,7 +256,7 @@ def summarize_corpus(corpus: Corpus) -> CorpusSummary:
     spaces = joined.count(" ")  # str methods run in C: a 100 M-character corpus takes seconds
     non_ascii = chars - len(joined.encode("ascii", "ignore"))
     p10, median, p90 = (int(v) for v in np.percentile(lengths, [10, 50, 90]))
-    return CorpusSummary(str(corpus), len(texts), chars, utf8,
+    return CorpusSummary(f"{corpus.name} ({corpus.source})", len(texts), chars, utf8,
                          {"min": int(lengths.min()), "p10": p10, "median": median, "p90": p90,
                           "max": int(lengths.max())},
                          len(set(joined)), spaces / max(chars, 1), non_ascii / max(chars, 1))

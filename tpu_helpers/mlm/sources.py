@@ -111,19 +111,30 @@ def _open_binary(name: str):
     return _tf_gfile().GFile(name, "rb") if name.startswith("gs://") else open(name, "rb")
 
 
+def _binary_error(name: str, number: int, byte: int) -> TextFileError:
+    return TextFileError(f"{name}, line {number}: a NUL byte at byte {byte}: this looks like a binary file (a zip, "
+                         "PDF, image or model?), not text. Point CORPUS at UTF-8 .txt files only (extract the text "
+                         "first).")
+
+
+def _check_head(name: str, head: bytes) -> None:
+    """The first bytes of a file: UTF-16 (a byte order mark) or binary (a NUL byte) before any line is decoded."""
+    if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        raise TextFileError(f"{name}: UTF-16 text (it starts with a UTF-16 byte order mark). Save it as UTF-8, "
+                            f"e.g. `iconv -f UTF-16 -t UTF-8 {name} > fixed.txt`.")
+    if b"\x00" in head:
+        at = head.index(b"\x00")
+        start = head.rfind(b"\n", 0, at) + 1
+        raise _binary_error(name, head.count(b"\n", 0, at) + 1, at - start + 1)
+
+
 def _checked_lines(name: str, raw_lines: Iterable[bytes]) -> Iterator[str]:
     """Decode each line as UTF-8; a `TextFileError` with the file, line and byte for binary or other encodings."""
     for number, raw in enumerate(raw_lines, 1):
         if number == 1:
-            if raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
-                raise TextFileError(f"{name}: UTF-16 text (it starts with a UTF-16 byte order mark). Save it as "
-                                    f"UTF-8, e.g. `iconv -f UTF-16 -t UTF-8 {name} > fixed.txt`.")
             raw = raw.removeprefix(codecs.BOM_UTF8)
         if b"\x00" in raw:
-            at = raw.index(b"\x00") + 1
-            raise TextFileError(f"{name}, line {number}: a NUL byte at byte {at}: this looks like "
-                                "a binary file (a zip, PDF, image or model?), not text. Point CORPUS at UTF-8 .txt "
-                                "files only (extract the text first).")
+            raise _binary_error(name, number, raw.index(b"\x00") + 1)
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as e:
@@ -138,6 +149,8 @@ def read_text_lines(name: str, *, max_lines: int | None = None) -> list[str]:
     """The lines of one text file (local or ``gs://``), checked; `TextFileError` when it has no text at all."""
     lines: list[str] = []
     with _open_binary(name) as f:
+        _check_head(name, f.read(8192))
+        f.seek(0)
         for line in _checked_lines(name, iter(f.readline, b"")):
             lines.append(line)
             if max_lines is not None and len(lines) >= max_lines:

@@ -118,6 +118,8 @@ def test_corpus_summary_counts_characters_not_words():
     (b"", r"empty\.txt is empty"),
     (b"\n  \n\n", r"empty\.txt is empty \(3 blank lines\)"),
     (b"first line\nsecond \x00\x01 line\n", r"empty\.txt, line 2: a NUL byte at byte 8: .*binary"),
+    (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", r"empty\.txt, line 3: a NUL byte at byte 1: .*binary"),
+    (b"text\n" * 3000 + b"late \x00 byte\n", r"empty\.txt, line 3001: a NUL byte at byte 6"),
     (b"caf\xc3\xa9 is UTF-8\ncaf\xe9 is Latin-1\n", r"empty\.txt, line 2, byte 4: not UTF-8 .*iconv"),
     ("UTF-16 text\n".encode("utf-16"), r"empty\.txt: UTF-16 text.*iconv -f UTF-16"),
 ])
