@@ -61,12 +61,12 @@ def parse_corpus_source(value: str | os.PathLike[str]) -> CorpusSource:
     explicit_hub = text.lower().startswith("hf:")
     if not explicit_hub and Path(text).expanduser().exists():
         return CorpusSource("local", str(Path(text).expanduser()))
-    spec = text[3:] if explicit_hub else text
-    if explicit_hub and spec.count(":") <= 2 and (os.sep in spec or spec.startswith(".")):
-        name, config, column = (spec.split(":") + ["", ""])[:3]  # a local dataset folder: hf:./data::body
+    parts = text[3:].split(":")
+    if explicit_hub and len(parts) <= 3 and parts[0]:
+        name, config, column = (parts + ["", ""])[:3]  # a Hub id, or a local dataset folder (hf:./data::body)
         return CorpusSource("hub", name, config or None, column or "text")
-    match = _HUB_SPEC.match(spec)
-    if match is None or (not explicit_hub and text.lower().endswith(TEXT_SUFFIXES)):
+    match = _HUB_SPEC.match(text)
+    if explicit_hub or match is None or text.lower().endswith(TEXT_SUFFIXES):
         raise TextFileError(
             f"CORPUS={text!r}: no such file or folder, and not a Hugging Face dataset name. Use a .txt file or a "
             "folder of them (local or gs://BUCKET/path), 'hf:NAME:CONFIG:COLUMN' for a Hub dataset (e.g. "

@@ -63,8 +63,9 @@ def test_an_existing_path_is_local_text_and_a_missing_txt_is_a_clear_error(text_
     monkeypatch.chdir(tmp_path)
     with pytest.raises(TextFileError, match="no such file or folder"):
         parse_corpus_source("my_tickets.txt")
-    with pytest.raises(TextFileError, match="no such file or folder"):
-        parse_corpus_source("not a name: at all")
+    for bad in ("not a name: at all", "hf:", "hf:a:b:c:d"):
+        with pytest.raises(TextFileError, match="no such file or folder"):
+            parse_corpus_source(bad)
     with pytest.raises(InvalidGCSPathError, match="write it as gs://bucket"):
         parse_corpus_source("gs:/bucket/texts")
 
