@@ -234,3 +234,18 @@ def test_masked_sentences_come_from_the_corpus_in_any_script():
     assert all("<mask>" in s and " " not in s for s in cjk)
     with pytest.raises(ValueError, match="found only"):
         masked_sentences(["short"], count=1)
+
+
+def test_an_unreachable_hub_is_asked_once_then_a_clear_error(monkeypatch):
+    """No network and no offline variable: one probe (faked unreachable here, so no test ever goes online), then
+    the load runs offline and says why, instead of datasets' retries."""
+    import os
+
+    from tpu_helpers.mlm import sources
+
+    for key in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setattr(sources, "_hub_reachable", lambda timeout=5.0: False)
+    with pytest.raises(CorpusUnavailableError, match=r"'tpu-course-test/no-such-tickets'.*unreachable"):
+        load_corpus("hf:tpu-course-test/no-such-tickets::body", verbose=False)
+    assert "HF_HUB_OFFLINE" not in os.environ  # restored
