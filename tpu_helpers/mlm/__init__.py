@@ -1,7 +1,8 @@
-"""Notebook 04, a RoBERTa masked LM from scratch in TensorFlow: the corpus (`corpus`), the tokenizer, config and
+"""Notebook 04, a RoBERTa masked LM from scratch in TensorFlow: the corpus (`corpus`: WikiText, offline text, or
+the learner's own through `sources`: ``.txt`` files, ``gs://``, a Hub dataset by name), the tokenizer, config and
 128-token blocks (`tokenizer`), TFRecord shards with a manifest, local or on ``gs://`` (`shards`, `gcs`), the
 pure-TensorFlow ``tf.data`` pipeline with MLM masking (`pipeline`) and the ones it is compared with (`baselines`),
-and what the training reads (`training`).
+and what the training reads (`training`: metrics, the step log, the plan timed from the first steps).
 
 It follows the seed (HF blog "Training a language model with Transformers using TensorFlow and TPUs" and
 ``transformers/examples/tensorflow/language-modeling-tpu``: ``train_unigram.py``, ``prepare_tfrecord_shards.py``,

@@ -1,5 +1,6 @@
-"""The corpus of notebook 04: WikiText from the Hub (or offline, seeded synthetic text), filtered, and the
-errors of the whole MLM data path. Framework-free at import."""
+"""The corpus of notebook 04: WikiText from the Hub, offline generated text, or the learner's own text
+(`tpu_helpers.mlm.sources`), its summary, the filter, and the errors of the whole MLM data path. Framework-free
+at import."""
 from __future__ import annotations
 
 import dataclasses
@@ -19,6 +20,10 @@ class MLMDataError(RuntimeError):
 
 class EmptyCorpusError(MLMDataError, ValueError):
     """No text left after filtering (or nothing to chunk)."""
+
+
+class CorpusTooSmallError(EmptyCorpusError):
+    """The corpus does not fill one global batch of blocks."""
 
 
 class CorpusUnavailableError(MLMDataError):
@@ -47,7 +52,7 @@ class Corpus:
 
     dataset: Any
     name: str
-    source: str  # "wikitext" or "offline"
+    source: str  # "wikitext", "offline", or the learner's: "local", "gcs", "hub"
     description: str
 
     @property
@@ -165,11 +170,29 @@ def load_offline_corpus(split: str = "train", *, max_chars: int | None = 2_000_0
 def load_corpus(kind: str = "auto", split: str = "train", *, max_lines: int | None = None,
                 offline_max_chars: int | None = 2_000_000, cache_dir: str | os.PathLike[str] | None = None,
                 verbose: bool = True) -> Corpus:
-    """``"wikitext"`` (WikiText-103 raw via the Hub), ``"offline"`` (generated English-like text), or ``"auto"``: WikiText unless
-    the Hub is unreachable or ``HF_HUB_OFFLINE``/``HF_DATASETS_OFFLINE`` is set, then offline, saying why."""
-    kind = kind.strip().lower()
-    if kind not in ("auto", "wikitext", "offline"):
-        raise ValueError(f"corpus kind must be 'auto', 'wikitext' or 'offline', not {kind!r}")
+    """Notebook 04's ``CORPUS``: ``"wikitext"`` (WikiText-103 raw via the Hub), ``"offline"`` (generated
+    English-like text), ``"auto"`` (WikiText unless the Hub is unreachable or ``HF_HUB_OFFLINE`` is set, then
+    offline, saying why), or your own text: a ``.txt`` file or folder, local or ``gs://``, or
+    ``"hf:NAME:CONFIG:COLUMN"`` for a Hugging Face dataset (`tpu_helpers.mlm.sources.parse_corpus_source`)."""
+    from tpu_helpers.mlm import sources
+
+    source = sources.parse_corpus_source(kind)
+    if source.kind in ("local", "gcs"):
+        if split != "train":
+            raise ValueError(f"text files have one split, 'train' (not {split!r}): hold out files of your own")
+        corpus = sources.load_text_files(source.location, max_lines=max_lines, progress=verbose)
+    elif source.kind == "hub":
+        corpus = sources.load_hub_dataset(source.location, source.config, source.column, split, max_lines=max_lines)
+    else:
+        corpus = _load_builtin(source.location, split, max_lines=max_lines, offline_max_chars=offline_max_chars,
+                               cache_dir=cache_dir, verbose=verbose)
+    if verbose:
+        print(corpus)
+    return corpus
+
+
+def _load_builtin(kind: str, split: str, *, max_lines: int | None, offline_max_chars: int | None,
+                  cache_dir: str | os.PathLike[str] | None, verbose: bool) -> Corpus:
     corpus = None
     if kind == "auto" and not _hub_offline() and not _hub_reachable():
         if verbose:
@@ -189,9 +212,54 @@ def load_corpus(kind: str = "auto", split: str = "train", *, max_lines: int | No
         corpus = load_offline_corpus(split, max_chars=offline_max_chars, cache_dir=cache_dir)
         if max_lines is not None:
             corpus.dataset = corpus.dataset.select(range(min(max_lines, len(corpus.dataset))))
-    if verbose:
-        print(corpus)
     return corpus
+
+
+@dataclass(frozen=True)
+class CorpusSummary:
+    """Language-agnostic statistics of a corpus: counts of lines and characters (not words, which some scripts
+    do not separate), line lengths in characters, distinct characters, and the shares of spaces and non-ASCII."""
+
+    name: str
+    lines: int
+    characters: int
+    utf8_bytes: int
+    line_chars: dict[str, int]  # min, p10, median, p90, max
+    distinct_characters: int
+    space_share: float
+    non_ascii_share: float
+
+    def __str__(self) -> str:
+        q = self.line_chars
+        text = (f"{self.name}\n  {self.lines:,} lines, {self.characters:,} characters ({self.utf8_bytes:,} bytes "
+                f"as UTF-8), {self.distinct_characters:,} distinct characters\n"
+                f"  characters per line: min {q['min']:,}, p10 {q['p10']:,}, median {q['median']:,}, "
+                f"p90 {q['p90']:,}, max {q['max']:,}\n"
+                f"  spaces {self.space_share:.1%} of characters, non-ASCII {self.non_ascii_share:.1%}")
+        if self.space_share < 0.05:
+            text += ("\n  note: few spaces (a language written without them?): the Metaspace pre-tokenizer splits "
+                     "on spaces, so tokens will span words; a long line is one long 'word' to the tokenizer")
+        return text
+
+
+def summarize_corpus(corpus: Corpus) -> CorpusSummary:
+    """`CorpusSummary` of `corpus` (one pass over its text)."""
+    import numpy as np
+
+    texts = corpus.dataset["text"]
+    if not texts:
+        raise EmptyCorpusError(f"{corpus.name} has no line")
+    lengths = np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))
+    chars = int(lengths.sum())
+    joined = "".join(texts)
+    utf8 = len(joined.encode("utf-8"))
+    spaces = joined.count(" ")  # str methods run in C: a 100 M-character corpus takes seconds
+    non_ascii = chars - len(joined.encode("ascii", "ignore"))
+    p10, median, p90 = (int(v) for v in np.percentile(lengths, [10, 50, 90]))
+    return CorpusSummary(f"{corpus.name} ({corpus.source})", len(texts), chars, utf8,
+                         {"min": int(lengths.min()), "p10": p10, "median": median, "p90": p90,
+                          "max": int(lengths.max())},
+                         len(set(joined)), spaces / max(chars, 1), non_ascii / max(chars, 1))
 
 
 def filter_lines(corpus: Corpus, *, min_chars: int = 1, num_proc: int | None = None) -> Corpus:

@@ -10,7 +10,7 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from tpu_helpers.mlm.corpus import Corpus, EmptyCorpusError, MLMDataError
+from tpu_helpers.mlm.corpus import Corpus, CorpusTooSmallError, EmptyCorpusError, MLMDataError
 
 BLOCK_SIZE = 128
 SPECIAL_TOKENS = ("<s>", "<pad>", "</s>", "<unk>", "<mask>")  # ids 0-4, RoBERTa's order for 0-3
@@ -264,3 +264,19 @@ def tokenize_and_chunk(corpus: Any, tokenizer: Any, *, block_size: int = BLOCK_S
         raise EmptyCorpusError(f"the corpus has only {stats.tokens} tokens: not one {block_size}-token block. "
                                "Use more text (a larger max_chars / max_lines).")
     return np.concatenate(parts, axis=0), stats
+
+
+def check_enough_blocks(stats: ChunkStats, global_batch: int, *, characters: int | None = None) -> None:
+    """`CorpusTooSmallError` when the blocks do not fill one global batch (training drops the last partial
+    batch, so it would have no step at all), saying how much more text is needed."""
+    if stats.blocks >= global_batch:
+        return
+    need_tokens = global_batch * stats.block_size
+    more = ""
+    if characters and stats.tokens:
+        per_token = characters / stats.tokens
+        more = f" (about {int(need_tokens * per_token):,} characters of text at this corpus's {per_token:.1f} per token)"
+    raise CorpusTooSmallError(
+        f"the corpus gives {stats.blocks:,} blocks of {stats.block_size} tokens ({stats.tokens:,} tokens), but one "
+        f"global batch needs {global_batch:,} blocks: at least {need_tokens:,} tokens{more}. Add text, or lower "
+        "PER_REPLICA_BATCH (the global batch is that times the number of replicas).")

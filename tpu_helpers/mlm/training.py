@@ -1,9 +1,11 @@
-"""What notebook 04's training reads: the masked-accuracy metric, a fill-mask pipeline on the trained model, and
-the step log (loss, wall time, compile steps, steady tokens/s)."""
+"""What notebook 04's training reads: the masked-accuracy metric, a fill-mask pipeline on the trained model, the
+step log (loss, wall time, compile steps, steady tokens/s) and the training plan timed from the first steps."""
 from __future__ import annotations
 
+import dataclasses
 import sys
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from tpu_helpers.mlm.shards import _tf
@@ -71,16 +73,18 @@ def fill_mask_pipeline(model: Any, tokenizer: Any, *, top_k: int = 5):
     return pipeline("fill-mask", model=model, tokenizer=tokenizer, framework="tf", top_k=top_k, dtype=None)
 
 
-def step_log_callback(tokens_per_step: int):
-    """A Keras (tf-keras) callback that records every training step (the progress bar is tqdm's own
-    ``tqdm.keras.TqdmCallback``, passed beside it).
+def step_log_callback(tokens_per_step: int, *, progress: bool = False):
+    """A Keras (tf-keras) callback that records every host round trip of training, with a tqdm bar of steps when
+    `progress` (tqdm's own ``TqdmCallback`` counts calls, not steps, under ``steps_per_execution``).
 
-    After ``model.fit(..., callbacks=[log])``: ``log.losses`` (the loss Keras reports after each step: the running
-    mean of the epoch so far), ``log.seconds`` (wall time of each step, from the end of the previous one, input
-    pipeline included), ``log.first_steps`` (indices of the first step of each ``fit`` call: tracing and XLA
-    compilation happen there), ``log.epochs`` (the logs Keras reports at each epoch end, with ``epoch``), and
-    ``log.tokens_per_second()``: tokens of the steady-state steps (first steps excluded) per second. One object
-    can follow several ``fit`` calls (a resumed run).
+    With ``model.compile(steps_per_execution=N)`` Keras runs N steps per call into the compiled function and calls
+    back once per call, so one record covers N steps. After ``model.fit(..., callbacks=[log])``: ``log.losses``
+    (the loss Keras reports after each call: the running mean of the epoch so far), ``log.seconds`` (wall time
+    of each call, from the end of the previous one, input pipeline included), ``log.steps`` (steps in each call),
+    ``log.step_ends`` (steps done after each call, counted over every ``fit``), ``log.first_steps`` (indices of
+    the first call of each ``fit``: tracing and XLA compilation happen there), ``log.epochs`` (the logs Keras
+    reports at each epoch end, with ``epoch``), ``log.seconds_per_step()`` and ``log.tokens_per_second()``
+    over the steady calls (first calls excluded). One object can follow several ``fit`` calls (a resumed run).
     """
     import tf_keras as keras
 
@@ -90,30 +94,136 @@ def step_log_callback(tokens_per_step: int):
             self.tokens_per_step = int(tokens_per_step)
             self.losses: list[float] = []
             self.seconds: list[float] = []
+            self.steps: list[int] = []
+            self.step_ends: list[int] = []
             self.first_steps: list[int] = []
             self.epochs: list[dict] = []
             self._last = 0.0
+            self._begin = 0
+            self._bar = None
 
         def on_train_begin(self, logs=None):
             self.first_steps.append(len(self.losses))
+            if progress:
+                from tqdm.auto import tqdm
+
+                steps = (self.params or {}).get("steps")
+                epochs = (self.params or {}).get("epochs") or 1
+                self._bar = tqdm(total=steps * epochs if steps else None, desc="training", unit="step")
             self._last = time.perf_counter()
 
-        def on_train_batch_end(self, batch, logs=None):
+        def on_train_end(self, logs=None):
+            if self._bar is not None:
+                self._bar.close()
+                self._bar = None
+
+        def on_train_batch_begin(self, batch, logs=None):
+            self._begin = batch
+
+        def on_train_batch_end(self, batch, logs=None):  # batch: the last step of this call (Keras' end_step)
             now = time.perf_counter()
             self.seconds.append(now - self._last)
             self._last = now
-            loss = float((logs or {}).get("loss", float("nan")))
-            self.losses.append(loss)
+            self.steps.append(batch - self._begin + 1)
+            self.step_ends.append((self.step_ends[-1] if self.step_ends else 0) + self.steps[-1])
+            self.losses.append(float((logs or {}).get("loss", float("nan"))))
+            if self._bar is not None:
+                self._bar.update(self.steps[-1])
+                self._bar.set_postfix(loss=f"{self.losses[-1]:.3f}", refresh=False)
 
         def on_epoch_end(self, epoch, logs=None):
             self.epochs.append({"epoch": epoch + 1, **{k: float(v) for k, v in (logs or {}).items()}})
 
-        def steady_seconds(self) -> list[float]:
+        def _steady(self) -> list[int]:
             first = set(self.first_steps)
-            return [s for i, s in enumerate(self.seconds) if i not in first]
+            return [i for i in range(len(self.seconds)) if i not in first]
+
+        def steady_seconds(self) -> list[float]:
+            return [self.seconds[i] for i in self._steady()]
+
+        def seconds_per_step(self) -> float:
+            steady = self._steady()
+            steps = sum(self.steps[i] for i in steady)
+            return sum(self.seconds[i] for i in steady) / steps if steps else float("nan")
 
         def tokens_per_second(self) -> float:
-            steady = self.steady_seconds()
-            return len(steady) * self.tokens_per_step / sum(steady) if steady and sum(steady) > 0 else float("nan")
+            per_step = self.seconds_per_step()
+            return self.tokens_per_step / per_step if per_step > 0 else float("nan")
 
     return StepLog()
+
+
+@dataclass(frozen=True)
+class TrainingPlan:
+    """What a training run will do: steps, tokens, passes over the data, and (once steps were measured) how long.
+
+    ``measured_steps``/``compile_seconds``/``seconds_per_step`` come from a `step_log_callback` of the first
+    steps of this run (`TrainingPlan.measured`), never from a quoted figure."""
+
+    total_steps: int
+    global_batch: int
+    block_size: int
+    steps_per_epoch: int
+    steps_per_execution: int
+    measured_steps: int = 0
+    compile_seconds: float = float("nan")
+    seconds_per_step: float = float("nan")
+
+    @property
+    def tokens(self) -> int:
+        return self.total_steps * self.global_batch * self.block_size
+
+    @property
+    def epochs(self) -> float:
+        return self.total_steps / self.steps_per_epoch
+
+    @property
+    def remaining_seconds(self) -> float:
+        return (self.total_steps - self.measured_steps) * self.seconds_per_step
+
+    def measured(self, log: Any) -> "TrainingPlan":
+        """This plan with the timing of the steps `log` recorded (a first call to compile, then steady calls)."""
+        if len(log.first_steps) != 1 or len(log.seconds) < 2:
+            raise ValueError("measure one fit call of at least two host round trips (steps_per_execution each)")
+        return dataclasses.replace(self, measured_steps=log.step_ends[-1], compile_seconds=log.seconds[0],
+                                   seconds_per_step=log.seconds_per_step())
+
+    def __str__(self) -> str:
+        text = (f"plan: {self.total_steps:,} steps x {self.global_batch:,} blocks x {self.block_size} tokens = "
+                f"{self.tokens:,} tokens ({self.epochs:.2f} passes over {self.steps_per_epoch:,} steps of data); "
+                f"{self.steps_per_execution} steps per host round trip")
+        if self.measured_steps:
+            text += (f"\n  measured on this run: first call (trace + compile + {self.steps_per_execution} steps) "
+                     f"{self.compile_seconds:.1f} s, then {self.seconds_per_step * 1e3:,.1f} ms/step; "
+                     f"estimated time for the other {self.total_steps - self.measured_steps:,} steps: "
+                     f"{_duration(self.remaining_seconds)}")
+        return text
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
+
+
+def masked_sentences(texts: Any, *, count: int = 3, seed: int = 0, max_chars: int = 90,
+                     mask: str = "<mask>") -> list[str]:
+    """`count` probes for a fill-mask pipeline from the corpus itself, in any language: the start of a line (cut at
+    a space near `max_chars`) with one word of 3+ characters after the first replaced by `mask`; for text
+    without spaces, one character in the middle. Lines picked at random with `seed`, reproducibly."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    out: list[str] = []
+    candidates = [t for t in texts if len(t.strip()) >= 20]
+    for i in rng.permutation(len(candidates)):
+        line = candidates[int(i)].strip()
+        head = line[:max_chars].rsplit(" ", 1)[0] if " " in line[:max_chars] else line[:max_chars]
+        words = head.split(" ")
+        picks = [j for j, w in enumerate(words) if j > 0 and len(w) >= 3 and w.isalpha()]
+        if picks:
+            words[picks[int(rng.integers(len(picks)))]] = mask
+            out.append(" ".join(words))
+        elif " " not in head and len(head) >= 10:
+            out.append(head[: len(head) // 2] + mask + head[len(head) // 2 + 1:])
+        if len(out) == count:
+            return out
+    raise ValueError(f"found only {len(out)} lines with a word to mask (need {count}): is the corpus text?")

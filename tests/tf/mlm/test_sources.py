@@ -1,0 +1,251 @@
+"""Notebook 04 on the learner's own text (issue 20): a local .txt file or folder, gs:// text files through the real
+local GCS emulator, a Hugging Face dataset by name (a local parquet dataset the test writes; offline, never a
+download), the corpus summary, and a clear error for every kind of unreadable or too small corpus."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from tpu_helpers.mlm.corpus import (
+    CorpusTooSmallError,
+    CorpusUnavailableError,
+    EmptyCorpusError,
+    filter_lines,
+    load_corpus,
+    summarize_corpus,
+)
+from tpu_helpers.mlm.gcs import InvalidGCSPathError
+from tpu_helpers.mlm.pipeline import MaskingSpec, make_mlm_dataset
+from tpu_helpers.mlm.shards import read_manifest, write_shards
+from tpu_helpers.mlm.sources import CorpusSource, TextFileError, parse_corpus_source
+from tpu_helpers.mlm.tokenizer import check_enough_blocks, tokenize_and_chunk, train_unigram_tokenizer
+from tpu_helpers.mlm.training import TrainingPlan, masked_sentences, step_log_callback
+from tpu_helpers.shared import synthetic_text
+
+BLOCK = 32
+
+
+def paragraphs(n: int, seed: int = 0) -> list[str]:
+    return list(synthetic_text.iter_paragraphs(n=n, seed=seed))
+
+
+@pytest.fixture(scope="module")
+def text_folder(tmp_path_factory):
+    """A folder of the learner's text: two files (one in a subfolder, one with CRLF and a BOM), an empty line,
+    and a non-text file that must be ignored."""
+    root = tmp_path_factory.mktemp("my-text")
+    lines = paragraphs(120)
+    (root / "a.txt").write_text("\n".join(lines[:60]) + "\n\n", encoding="utf-8")
+    (root / "more").mkdir()
+    (root / "more" / "b.txt").write_bytes(b"\xef\xbb\xbf" + "\r\n".join(lines[60:]).encode("utf-8"))
+    (root / "README.md").write_text("not part of the corpus")
+    return root, lines
+
+
+# ------------------------------------------------------------------------------------------ CORPUS values
+@pytest.mark.parametrize("value, kind, location, config, column", [
+    ("auto", "builtin", "auto", None, "text"),
+    (" WikiText ", "builtin", "wikitext", None, "text"),
+    ("gs://my-bucket/texts/", "gcs", "gs://my-bucket/texts", None, "text"),
+    ("hf:Salesforce/wikitext:wikitext-2-raw-v1:text", "hub", "Salesforce/wikitext", "wikitext-2-raw-v1", "text"),
+    ("someone/tickets::body", "hub", "someone/tickets", None, "body"),
+    ("imdb", "hub", "imdb", None, "text"),
+])
+def test_corpus_values_are_read_as_sources(value, kind, location, config, column):
+    assert parse_corpus_source(value) == CorpusSource(kind, location, config, column)
+
+
+def test_an_existing_path_is_local_text_and_a_missing_txt_is_a_clear_error(text_folder, tmp_path, monkeypatch):
+    root, _ = text_folder
+    assert parse_corpus_source(str(root)).kind == "local"
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(TextFileError, match="no such file or folder"):
+        parse_corpus_source("my_tickets.txt")
+    for bad in ("not a name: at all", "hf:", "hf:a:b:c:d"):
+        with pytest.raises(TextFileError, match="no such file or folder"):
+            parse_corpus_source(bad)
+    with pytest.raises(InvalidGCSPathError, match="write it as gs://bucket"):
+        parse_corpus_source("gs:/bucket/texts")
+
+
+# ------------------------------------------------------------------------------------------ local text
+def test_a_local_folder_is_every_txt_file_line_by_line(text_folder):
+    root, lines = text_folder
+    corpus = load_corpus(str(root), verbose=False)
+    assert corpus.source == "local" and "2 .txt files" in corpus.name
+    texts = corpus.dataset["text"]
+    assert texts == lines[:60] + ["", ""][:1] + lines[60:]  # BOM and CRLF stripped; the empty line kept for the filter
+    filtered = filter_lines(corpus)
+    assert filtered.dataset["text"] == lines
+    assert load_corpus(str(root / "a.txt"), verbose=False).dataset["text"][:60] == lines[:60]
+    assert load_corpus(str(root), max_lines=70, verbose=False).lines == 70
+    with pytest.raises(ValueError, match="one split"):
+        load_corpus(str(root), "validation", verbose=False)
+
+
+def test_own_text_goes_through_the_same_tokenizer_blocks_shards_and_pipeline(tf, text_folder, tmp_path):
+    root, lines = text_folder
+    corpus = filter_lines(load_corpus(str(root), verbose=False))
+    tokenizer = train_unigram_tokenizer(corpus.dataset, 400)
+    blocks, stats = tokenize_and_chunk(corpus, tokenizer, block_size=BLOCK, progress=False)
+    check_enough_blocks(stats, 16, characters=corpus.characters())
+    write_shards(blocks, tmp_path / "shards", records_per_shard=100, progress=False)
+    assert read_manifest(tmp_path / "shards").total_records == stats.blocks
+    ds = make_mlm_dataset(str(tmp_path / "shards"), MaskingSpec.from_tokenizer(tokenizer), batch_size=16,
+                          block_size=BLOCK, seed=0)
+    assert int(ds.cardinality()) == stats.blocks // 16
+
+
+def test_corpus_summary_counts_characters_not_words():
+    import datasets
+
+    from tpu_helpers.mlm.corpus import Corpus
+
+    english = Corpus(datasets.Dataset.from_dict({"text": ["ab cd", "efghij", "k"]}), "en", "local", "")
+    s = summarize_corpus(english)
+    assert (s.lines, s.characters, s.utf8_bytes) == (3, 12, 12)
+    assert s.line_chars["min"] == 1 and s.line_chars["max"] == 6 and s.line_chars["median"] == 5
+    assert s.space_share == pytest.approx(1 / 12) and s.non_ascii_share == 0 and s.distinct_characters == 12
+    japanese = Corpus(datasets.Dataset.from_dict({"text": ["東京は日本の首都です。", "猫が好きです。"]}), "ja", "local", "")
+    s = summarize_corpus(japanese)
+    assert s.characters == 18 and s.utf8_bytes == 54 and s.non_ascii_share == 1.0
+    assert "few spaces" in str(s) and "characters per line" in str(s)
+
+
+# ------------------------------------------------------------------------------------------ bad text
+@pytest.mark.parametrize("content, message", [
+    (b"", r"empty\.txt is empty"),
+    (b"\n  \n\n", r"empty\.txt is empty \(3 blank lines\)"),
+    (b"first line\nsecond \x00\x01 line\n", r"empty\.txt, line 2: a NUL byte at byte 8: .*binary"),
+    (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", r"empty\.txt, line 3: a NUL byte at byte 1: .*binary"),
+    (b"text\n" * 3000 + b"late \x00 byte\n", r"empty\.txt, line 3001: a NUL byte at byte 6"),
+    (b"caf\xc3\xa9 is UTF-8\ncaf\xe9 is Latin-1\n", r"empty\.txt, line 2, byte 4: not UTF-8 .*iconv"),
+    ("UTF-16 text\n".encode("utf-16"), r"empty\.txt: UTF-16 text.*iconv -f UTF-16"),
+])
+def test_unreadable_files_name_the_file_and_line(tmp_path, content, message):
+    (tmp_path / "good.txt").write_text("some text\n")
+    (tmp_path / "empty.txt").write_bytes(content)
+    with pytest.raises(TextFileError, match=message):
+        load_corpus(str(tmp_path), verbose=False)
+
+
+def test_a_folder_without_text_files_says_what_is_there(tmp_path):
+    (tmp_path / "data.csv").write_text("a,b\n")
+    with pytest.raises(TextFileError, match=r"no \.txt file in .*found \['data\.csv'\]"):
+        load_corpus(str(tmp_path), verbose=False)
+
+
+def test_a_corpus_too_small_for_one_global_batch_says_how_much_more_is_needed(tf, text_folder, tmp_path):
+    root, lines = text_folder
+    corpus = filter_lines(load_corpus(str(root), verbose=False))
+    tokenizer = train_unigram_tokenizer(corpus.dataset, 400)
+    (tmp_path / "few.txt").write_text("\n".join(lines[:3]))
+    few = filter_lines(load_corpus(str(tmp_path / "few.txt"), verbose=False))
+    _, stats = tokenize_and_chunk(few, tokenizer, block_size=BLOCK, progress=False)
+    assert 0 < stats.blocks < 64
+    with pytest.raises(CorpusTooSmallError, match=rf"gives {stats.blocks} blocks .* needs 64 blocks: at least "
+                                                  rf"{64 * BLOCK:,} tokens \(about [\d,]+ characters.*PER_REPLICA_BATCH"):
+        check_enough_blocks(stats, 64, characters=few.characters())
+    assert issubclass(CorpusTooSmallError, EmptyCorpusError)
+    check_enough_blocks(stats, stats.blocks)  # exactly one batch is enough
+
+
+# ------------------------------------------------------------------------------------------ gs://
+def test_text_in_gs_is_read_through_tf_gfile_from_the_emulator(tf, local_gcs, text_folder):
+    root, lines = text_folder
+    bucket = local_gcs.create_bucket("my-text-corpus")
+    for path in (root / "a.txt", root / "more" / "b.txt", root / "README.md"):
+        tf.io.gfile.makedirs(f"{bucket}/texts/{path.parent.relative_to(root)}")
+        tf.io.gfile.GFile(f"{bucket}/texts/{path.relative_to(root)}", "wb").write(path.read_bytes())
+    local = load_corpus(str(root), verbose=False)
+    remote = load_corpus(f"{bucket}/texts", verbose=False)
+    assert remote.source == "gcs" and remote.dataset["text"] == local.dataset["text"]
+    assert load_corpus(f"{bucket}/texts/a.txt/", verbose=False).dataset["text"][:60] == lines[:60]
+    tf.io.gfile.GFile(f"{bucket}/bad/x.txt", "wb").write(b"ok\nnot \xff utf-8\n")
+    with pytest.raises(TextFileError, match=rf"{bucket}/bad/x\.txt, line 2, byte 5: not UTF-8"):
+        load_corpus(f"{bucket}/bad", verbose=False)
+    with pytest.raises(TextFileError, match="does not exist"):
+        load_corpus(f"{bucket}/nothing-here", verbose=False)
+
+
+# ------------------------------------------------------------------------------------------ Hub datasets
+@pytest.fixture
+def offline(monkeypatch):
+    for key in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"):
+        monkeypatch.setenv(key, "1")
+
+
+def test_a_dataset_by_name_loads_its_text_column_like_wikitext(offline, tmp_path):
+    import datasets
+
+    folder = tmp_path / "tickets"
+    folder.mkdir()
+    bodies = paragraphs(30, seed=3)
+    datasets.Dataset.from_dict({"id": list(range(30)), "body": bodies}).to_parquet(str(folder / "train.parquet"))
+    corpus = load_corpus(f"hf:{folder}::body", verbose=False)
+    assert corpus.source == "hub" and corpus.dataset.column_names == ["text"]
+    assert corpus.dataset["text"] == bodies and "column 'body'" in corpus.name
+    assert load_corpus(f"hf:{folder}::body", max_lines=5, verbose=False).lines == 5
+    with pytest.raises(TextFileError, match=r"no column 'text'; its columns: \['id', 'body'\]"):
+        load_corpus(f"hf:{folder}", verbose=False)
+    with pytest.raises(TextFileError, match="holds .*int64.*not text"):
+        load_corpus(f"hf:{folder}::id", verbose=False)
+
+
+def test_a_dataset_name_offline_and_not_cached_is_a_clear_error_not_a_download(offline):
+    with pytest.raises(CorpusUnavailableError, match=r"'tpu-course-test/no-such-tickets'.*HF_HUB_OFFLINE.*text files"):
+        load_corpus("hf:tpu-course-test/no-such-tickets:default:body", verbose=False)
+
+
+# ------------------------------------------------------------------------------------------ the plan
+def test_the_plan_is_timed_from_the_measured_steps_with_steps_per_execution(tf):
+    import tf_keras as keras
+
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.layers.Dense(1)])
+    model.compile(keras.optimizers.SGD(0.1), "mse", steps_per_execution=3)
+    x, y = np.ones((36, 3), np.float32), np.zeros((36, 1), np.float32)
+    log = step_log_callback(tokens_per_step=4 * BLOCK)
+    model.fit(x, y, batch_size=4, epochs=1, verbose=0, callbacks=[log])
+    assert log.steps == [3, 3, 3] and log.step_ends == [3, 6, 9] and log.first_steps == [0]
+    plan = TrainingPlan(total_steps=90, global_batch=4, block_size=BLOCK, steps_per_epoch=9, steps_per_execution=3)
+    assert plan.tokens == 90 * 4 * BLOCK and plan.epochs == 10 and math.isnan(plan.remaining_seconds)
+    measured = plan.measured(log)
+    per_step = (log.seconds[1] + log.seconds[2]) / 6
+    assert measured.measured_steps == 9 and measured.compile_seconds == log.seconds[0]
+    assert measured.seconds_per_step == pytest.approx(per_step)
+    assert measured.remaining_seconds == pytest.approx(81 * per_step)
+    assert "measured on this run" in str(measured) and "estimated time for the other 81 steps" in str(measured)
+    assert log.tokens_per_second() == pytest.approx(4 * BLOCK / per_step)
+    model.fit(x, y, batch_size=4, epochs=1, verbose=0, callbacks=[log])
+    with pytest.raises(ValueError, match="one fit call"):
+        plan.measured(log)
+
+
+def test_masked_sentences_come_from_the_corpus_in_any_script():
+    lines = paragraphs(20)
+    out = masked_sentences(lines, count=3, seed=1)
+    assert len(out) == 3 and all(s.count("<mask>") == 1 for s in out)
+    assert out == masked_sentences(lines, count=3, seed=1)
+    assert any(s.replace("<mask>", "").split()[0] in line for s in out for line in lines)
+    cjk = masked_sentences(["東京は日本の首都で、大きな町です。" * 2] * 3, count=2)
+    assert all("<mask>" in s and " " not in s for s in cjk)
+    with pytest.raises(ValueError, match="found only"):
+        masked_sentences(["short"], count=1)
+
+
+def test_an_unreachable_hub_is_asked_once_then_a_clear_error(monkeypatch):
+    """No network and no offline variable: one probe (faked unreachable here, so no test ever goes online), then
+    the load runs offline and says why, instead of datasets' retries."""
+    import os
+
+    from tpu_helpers.mlm import sources
+
+    for key in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setattr(sources, "_hub_reachable", lambda timeout=5.0: False)
+    with pytest.raises(CorpusUnavailableError, match=r"'tpu-course-test/no-such-tickets'.*unreachable"):
+        load_corpus("hf:tpu-course-test/no-such-tickets::body", verbose=False)
+    assert "HF_HUB_OFFLINE" not in os.environ  # restored
