@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tpu_helpers.core.hub import hub_access, hub_offline, hub_reachable, pinned_revision
 from tpu_helpers.shared import synthetic_text
 
 
@@ -66,50 +67,6 @@ class Corpus:
         return f"corpus: {self.name} ({self.source}): {self.lines:,} lines. {self.description}"
 
 
-def _hub_offline() -> bool:
-    for key in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"):
-        if os.environ.get(key, "").strip().lower() in ("1", "true", "yes", "on"):
-            return True
-    try:
-        from huggingface_hub import constants
-        return bool(constants.HF_HUB_OFFLINE)
-    except Exception:  # pragma: no cover
-        return False
-
-
-def _hub_reachable(timeout: float = 5.0) -> bool:
-    """One HEAD request to the Hub (through any configured proxy): fail fast instead of ~20 s of retries."""
-    import urllib.error
-    import urllib.request
-
-    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co").rstrip("/")
-    try:
-        urllib.request.urlopen(urllib.request.Request(endpoint, method="HEAD"), timeout=timeout).close()
-        return True
-    except urllib.error.HTTPError:
-        return True  # it answered
-    except (OSError, ValueError):
-        return False
-
-
-class _OfflineIfAsked:
-    """Honour HF_HUB_OFFLINE set after ``datasets`` was imported (it reads the variable once, at import)."""
-
-    def __enter__(self) -> None:
-        import datasets
-        from huggingface_hub import constants
-
-        self._saved = (datasets.config.HF_HUB_OFFLINE, constants.HF_HUB_OFFLINE)
-        if _hub_offline():
-            datasets.config.HF_HUB_OFFLINE = constants.HF_HUB_OFFLINE = True
-
-    def __exit__(self, *exc: object) -> None:
-        import datasets
-        from huggingface_hub import constants
-
-        datasets.config.HF_HUB_OFFLINE, constants.HF_HUB_OFFLINE = self._saved
-
-
 def load_wikitext(split: str = "train", *, config: str = "wikitext-103-raw-v1", max_lines: int | None = None,
                   repo: str = "Salesforce/wikitext") -> Corpus:
     """WikiText-103 raw (the seed's corpus) through ``datasets.load_dataset``; needs the Hub or its cache.
@@ -119,16 +76,11 @@ def load_wikitext(split: str = "train", *, config: str = "wikitext-103-raw-v1", 
     """
     import datasets
 
-    try:
-        with _OfflineIfAsked():
-            ds = datasets.load_dataset(repo, config, split=split)
-    except Exception as e:  # offline, no cache, network errors: one clear message instead of a traceback
-        hint = ("HF_HUB_OFFLINE/HF_DATASETS_OFFLINE is set and the dataset is not in the local cache"
-                if _hub_offline() else f"{type(e).__name__}: {str(e).splitlines()[0][:200]}")
-        raise CorpusUnavailableError(
-            f"cannot load {repo} ({config}, split {split!r}): {hint}. Use the offline corpus "
-            "(load_corpus('offline') / CORPUS='offline'), or run once with network access so that "
-            "datasets caches it.") from None
+    # one 5 s probe; offline, the cache only; any failure: one CorpusUnavailableError (tpu_helpers.core.hub)
+    with hub_access(f"{repo} ({config}, split {split!r})", "Use the offline corpus (load_corpus('offline') / "
+                    "CORPUS='offline'), or run once with network access so that datasets caches it.",
+                    error=CorpusUnavailableError):
+        ds = datasets.load_dataset(repo, config, split=split, revision=pinned_revision(repo))
     if max_lines is not None:
         ds = ds.select(range(min(max_lines, len(ds))))
     return Corpus(ds, f"{repo} {config} [{split}]", "wikitext",
@@ -194,11 +146,11 @@ def load_corpus(kind: str = "auto", split: str = "train", *, max_lines: int | No
 def _load_builtin(kind: str, split: str, *, max_lines: int | None, offline_max_chars: int | None,
                   cache_dir: str | os.PathLike[str] | None, verbose: bool) -> Corpus:
     corpus = None
-    if kind == "auto" and not _hub_offline() and not _hub_reachable():
+    if kind == "auto" and not hub_offline() and not hub_reachable():
         if verbose:
             print("The Hugging Face Hub is unreachable (no network?): using the offline corpus.")
         kind = "offline"
-    if kind == "wikitext" or (kind == "auto" and not _hub_offline()):
+    if kind == "wikitext" or (kind == "auto" and not hub_offline()):
         try:
             corpus = load_wikitext(split, max_lines=max_lines)
         except CorpusUnavailableError as e:

@@ -7,6 +7,8 @@ What a learner hits when putting training data in a bucket, each with its own ex
 * the local emulator on a TPU Node (the Node reads ``gs://`` itself, from Google's network, and cannot see an
   emulator on this machine's loopback) -> `EmulatorOnTPUNodeError`;
 * **no credentials** -> `NoCredentialsError` (how to log in on Colab, Kaggle, a Cloud TPU VM or a laptop);
+* **Google Cloud Storage cannot be reached** (offline, DNS, a proxy refusing it) -> `GCSUnreachableError` after
+  one 5 s probe, instead of TensorFlow's retries and a raw libcurl message;
 * the **bucket is missing** -> `BucketNotFoundError` (how to create it);
 * the bucket exists but **cannot be read or written** -> `BucketNotReadableError` / `BucketNotWritableError`
   (which IAM role, and on a TPU Node which service account, needs access).
@@ -33,7 +35,7 @@ from typing import Mapping
 
 from tpu_helpers.core.runtime import Runtime, detect_runtime
 
-__all__ = ["GCSError", "NeedsGCSPathError", "EmulatorOnTPUNodeError", "NoCredentialsError",
+__all__ = ["GCSError", "NeedsGCSPathError", "EmulatorOnTPUNodeError", "NoCredentialsError", "GCSUnreachableError",
            "BucketNotFoundError", "BucketNotReadableError", "BucketNotWritableError", "BucketCheck",
            "is_gcs_path", "split_gcs_path", "join", "require_gcs_path", "using_emulator", "find_credentials",
            "check_bucket"]
@@ -57,6 +59,10 @@ class EmulatorOnTPUNodeError(GCSError):
 
 class NoCredentialsError(GCSError):
     """No Google Cloud credentials: requests would be anonymous."""
+
+
+class GCSUnreachableError(GCSError):
+    """Google Cloud Storage did not answer (no network, DNS, a proxy refusing it)."""
 
 
 class BucketNotFoundError(GCSError):
@@ -159,6 +165,24 @@ def _metadata_server_answers(timeout: float) -> bool:
         return False
 
 
+GCS_ENDPOINT = "https://storage.googleapis.com/"
+
+
+def _gcs_unreachable(env: Mapping[str, str], timeout: float = 5.0) -> str | None:
+    """One HTTPS request to GCS (through the proxy `env` names, as TensorFlow's libcurl would): why it failed,
+    or None when GCS answered (any HTTP status counts as an answer)."""
+    proxy = env.get("https_proxy") or env.get("HTTPS_PROXY")
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({"https": proxy} if proxy else {}))
+    try:
+        opener.open(urllib.request.Request(GCS_ENDPOINT, method="HEAD"), timeout=timeout).close()
+        return None
+    except urllib.error.HTTPError:
+        return None
+    except (OSError, ValueError) as e:
+        reason = getattr(e, "reason", e)
+        return f"{type(reason).__name__}: {str(reason)[:160]}"
+
+
 def _login_hint(runtime: Runtime) -> str:
     if runtime.platform == "colab":
         return ("on Colab run `from google.colab import auth; auth.authenticate_user()` in a cell, and use a bucket "
@@ -248,6 +272,13 @@ def check_bucket(url: str | os.PathLike[str], *, write: bool = True, runtime: Ru
 
     bucket, prefix = split_gcs_path(url)
     emulated = using_emulator(env)
+    if not emulated:
+        why = _gcs_unreachable(env)
+        if why:
+            raise GCSUnreachableError(
+                f"cannot reach Google Cloud Storage ({GCS_ENDPOINT}) to check gs://{bucket}: {why}. Offline? Use a "
+                "local folder instead of gs:// (off a TPU Node), or practise with the local emulator: "
+                "`from tpu_helpers._infra.gcs_emulator import LocalGCS; LocalGCS().start()`.")
     credentials = find_credentials(env, runtime=runtime)
     node_note = (" On a TPU Node the TPU reads the bucket with its own service account "
                  "(service-PROJECT_NUMBER@cloud-tpu.iam.gserviceaccount.com): grant it access too."

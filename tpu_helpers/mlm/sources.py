@@ -12,14 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from tpu_helpers.mlm.corpus import (
-    Corpus,
-    CorpusUnavailableError,
-    MLMDataError,
-    _hub_offline,
-    _hub_reachable,
-    _OfflineIfAsked,
-)
+from tpu_helpers.core.hub import hub_access
+from tpu_helpers.mlm.corpus import Corpus, CorpusUnavailableError, MLMDataError
 
 TEXT_SUFFIXES = (".txt",)
 BUILTIN = ("auto", "wikitext", "offline")
@@ -196,28 +190,19 @@ def load_hub_dataset(name: str, config: str | None = None, column: str = "text",
     column: `TextFileError` listing the columns."""
     import datasets
 
-    # An unreachable Hub is asked once (fail fast), then the load runs offline: a cached copy still loads.
-    unreachable = not Path(name).exists() and not _hub_offline() and not _hub_reachable()
-    saved = os.environ.get("HF_HUB_OFFLINE")
-    try:
-        if unreachable:
-            os.environ["HF_HUB_OFFLINE"] = "1"
-        with _OfflineIfAsked():
+    if Path(name).exists():  # a local dataset folder: no Hub involved
+        try:
             ds = datasets.load_dataset(name, config, split=split)
-    except Exception as e:  # offline, no cache, unknown name, network errors: one message, not a traceback
-        hint = ("the Hugging Face Hub is unreachable (no network?) and the dataset is not in the local cache"
-                if unreachable else
-                "HF_HUB_OFFLINE/HF_DATASETS_OFFLINE is set and the dataset is not in the local cache"
-                if _hub_offline() else f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}")
-        raise CorpusUnavailableError(
-            f"cannot load the dataset {name!r} (config {config or 'default'}, split {split!r}): {hint}. Check the "
-            "name on huggingface.co/datasets, run once with network access so that datasets caches it, or use "
-            "text files (CORPUS='path/to/folder' or 'gs://BUCKET/path').") from None
-    finally:
-        if unreachable and saved is None:
-            del os.environ["HF_HUB_OFFLINE"]
-        elif unreachable:
-            os.environ["HF_HUB_OFFLINE"] = saved
+        except Exception as e:
+            raise CorpusUnavailableError(f"cannot load the dataset folder {name!r} (config {config or 'default'}, "
+                                         f"split {split!r}): {type(e).__name__}: "
+                                         f"{(str(e).splitlines() or [''])[0][:200]}") from None
+    else:  # one 5 s probe; offline, the cache only (a cached copy still loads); one clear error (core.hub)
+        with hub_access(f"the dataset {name!r} (config {config or 'default'}, split {split!r})",
+                        "Check the name on huggingface.co/datasets, run once with network access so that datasets "
+                        "caches it, or use text files (CORPUS='path/to/folder' or 'gs://BUCKET/path').",
+                        error=CorpusUnavailableError):
+            ds = datasets.load_dataset(name, config, split=split)
     if column not in ds.column_names:
         raise TextFileError(f"the dataset {name!r} has no column {column!r}; its columns: {ds.column_names}. Name "
                             f"the text column: CORPUS='hf:{name}:{config or ''}:COLUMN'.")

@@ -34,3 +34,36 @@ def test_bad_gcs_urls_are_refused_before_anything_is_created(tmp_path, monkeypat
 def test_valid_bucket_names_split():
     assert gcs.split_gcs_path("gs://my-bucket_1.example.com/a/b/") == ("my-bucket_1.example.com", "a/b")
     assert gcs.looks_like_gcs("Gs:/x") and not gcs.looks_like_gcs("./gs/x")
+
+
+@pytest.mark.parametrize("proxy", ["closed-port", "refusing"])
+def test_an_unreachable_gcs_is_one_clear_error_within_seconds(proxy):
+    """Offline (here: the proxy TensorFlow would use is closed, or refuses GCS): one 5 s probe, then
+    GCSUnreachableError naming the offline choices, instead of TensorFlow's retries and a libcurl message."""
+    import socket
+    import threading
+    import time
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+    if proxy == "closed-port":
+        server.close()
+    else:
+        server.listen(1)
+
+        def refuse() -> None:
+            conn, _ = server.accept()
+            with conn:
+                conn.recv(4096)
+                conn.sendall(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+
+        threading.Thread(target=refuse, daemon=True).start()
+    start = time.monotonic()
+    try:
+        with pytest.raises(gcs.GCSUnreachableError, match="cannot reach Google Cloud Storage.*local emulator"):
+            gcs.check_bucket("gs://my-course-bucket/data", runtime=CPU,
+                             env={"https_proxy": f"http://127.0.0.1:{port}"})
+    finally:
+        server.close()
+    assert time.monotonic() - start < 10

@@ -241,11 +241,14 @@ def test_an_unreachable_hub_is_asked_once_then_a_clear_error(monkeypatch):
     the load runs offline and says why, instead of datasets' retries."""
     import os
 
-    from tpu_helpers.mlm import sources
+    from huggingface_hub import constants
+
+    from tpu_helpers.core import hub
 
     for key in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"):
         monkeypatch.delenv(key, raising=False)
-    monkeypatch.setattr(sources, "_hub_reachable", lambda timeout=5.0: False)
-    with pytest.raises(CorpusUnavailableError, match=r"'tpu-course-test/no-such-tickets'.*unreachable"):
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(hub, "hub_reachable", lambda timeout=5.0: False)
+    with pytest.raises(CorpusUnavailableError, match=r"'tpu-course-test/no-such-tickets'.*did not answer.*text files"):
         load_corpus("hf:tpu-course-test/no-such-tickets::body", verbose=False)
     assert "HF_HUB_OFFLINE" not in os.environ  # restored
