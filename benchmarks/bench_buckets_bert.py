@@ -218,6 +218,7 @@ def split_worker(spec: dict) -> dict:
     from tpu_helpers.xla_torch.counters import snapshot
 
     cfg_args, _, _, n_per_label = SIZES[spec["size"]]
+    cfg_args = {**cfg_args, **spec.get("config", {})}  # e.g. {"vocab_size": 2000}: is the embedding the fixed part?
     ids, labels = _data(n_per_label)["train"]
     device = torch_xla.device()
     model = _model(cfg_args).to(device)
