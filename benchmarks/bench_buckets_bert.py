@@ -2,22 +2,24 @@
 
 A BERT of MiniLM-L6's shape (6 layers, hidden 384, 12 heads, BERT's 30,522-token vocabulary; random init, nothing
 downloaded) trains on synthetic BANKING77 queries (`tpu_helpers.banking77.dataset.make_synthetic`, the lengths of
-`tpu_helpers.shared.banking_queries`), batch 32, ``max_length`` 64. Two paddings of the same epoch plan shape:
-everything padded to 64 (the seed), and the course's buckets (`tpu_helpers.shared.boundaries.choose_boundaries`,
+`tpu_helpers.shared.banking_queries`), batch 32, ``max_length`` 64. Two paddings of one epoch: everything
+padded to 64 (the seed), and the course's buckets (`tpu_helpers.shared.boundaries.choose_boundaries`,
 at most 3, with `tpu_helpers.banking77.buckets.BucketBatchSampler`). Each candidate runs in its own process
-(`benchmarks.harness.run_isolated`) on XLA:CPU, and the same two again in eager PyTorch: eager has no tracing, so
-its step time follows the tokens computed, as a TPU's does.
+(`benchmarks.harness.run_isolated`) on XLA:CPU, and the same two again in eager PyTorch, which traces nothing: what
+the same paddings give without XLA's tracing and compiled graphs.
 
 Per candidate: a warm-up that compiles every shape the timed steps use (two steps per shape: the first step also
 builds AdamW's state, a different graph), then the timed passes over the same steps, each a real training loop
 (``torch_xla.sync()`` per step, one wait at the end). From torch_xla's metrics: compilations and ``CompileTime``
 in the warm-up, none in the timed passes; per step, the host's time before ``sync()`` (Python, dispatch, building
 the lazy graph; torch_xla's ``LazyTracing`` metric is the C++ part of it) and in ``sync()`` (graph hash, cache
-look-up, waiting for the previous execution, launching), against the device's ``ExecuteTime``.
+look-up, waiting for the previous execution, launching), against the device's ``ExecuteTime``. A worker of its
+own times forward+backward at width 64 and at the smallest bucket, and the AdamW step alone (each its own graph):
+how much of a step's execution does not shrink with the length.
 
 Same F1: a padded position is masked out of attention and pooling, so a model's predictions do not depend on the
-padding. A last worker checks that on the real-sized model (held-out queries, both paddings, eager): every
-prediction the same, so the F1 of a model is the same under either padding.
+padding. A worker checks that on the real-sized model (held-out queries, both paddings, eager): it compares the
+logits and the predictions; equal predictions mean the same F1 for a model under either padding.
 """
 from __future__ import annotations
 
