@@ -24,6 +24,7 @@ logits and the predictions; equal predictions mean the same F1 for a model under
 from __future__ import annotations
 
 import os
+import statistics
 import sys
 import time
 
@@ -160,7 +161,7 @@ def train_worker(spec: dict) -> dict:
         done()
         values.append(BATCH * len(batches) / (time.perf_counter() - t))
     n = passes * len(batches)
-    extra["s/step"] = round(BATCH / sorted(values)[len(values) // 2], 3)
+    extra["s/step"] = round(BATCH / statistics.median(values), 3)
     extra["to sync s/step"] = round(sum(traced) / n, 3)
     if backend == "xla":
         extra["in sync s/step"] = round(sum(synced) / n, 3)
