@@ -2,26 +2,29 @@
 
 A BERT of MiniLM-L6's shape (6 layers, hidden 384, 12 heads, BERT's 30,522-token vocabulary; random init, nothing
 downloaded) trains on synthetic BANKING77 queries (`tpu_helpers.banking77.dataset.make_synthetic`, the lengths of
-`tpu_helpers.shared.banking_queries`), batch 32, ``max_length`` 64. Two paddings of the same epoch plan shape:
-everything padded to 64 (the seed), and the course's buckets (`tpu_helpers.shared.boundaries.choose_boundaries`,
+`tpu_helpers.shared.banking_queries`), batch 32, ``max_length`` 64. Two paddings of one epoch: everything
+padded to 64 (the seed), and the course's buckets (`tpu_helpers.shared.boundaries.choose_boundaries`,
 at most 3, with `tpu_helpers.banking77.buckets.BucketBatchSampler`). Each candidate runs in its own process
-(`benchmarks.harness.run_isolated`) on XLA:CPU, and the same two again in eager PyTorch: eager has no tracing, so
-its step time follows the tokens computed, as a TPU's does.
+(`benchmarks.harness.run_isolated`) on XLA:CPU, and the same two again in eager PyTorch, which traces nothing: what
+the same paddings give without XLA's tracing and compiled graphs.
 
 Per candidate: a warm-up that compiles every shape the timed steps use (two steps per shape: the first step also
 builds AdamW's state, a different graph), then the timed passes over the same steps, each a real training loop
 (``torch_xla.sync()`` per step, one wait at the end). From torch_xla's metrics: compilations and ``CompileTime``
 in the warm-up, none in the timed passes; per step, the host's time before ``sync()`` (Python, dispatch, building
 the lazy graph; torch_xla's ``LazyTracing`` metric is the C++ part of it) and in ``sync()`` (graph hash, cache
-look-up, waiting for the previous execution, launching), against the device's ``ExecuteTime``.
+look-up, waiting for the previous execution, launching), against the device's ``ExecuteTime``. A worker of its
+own times forward+backward at width 64 and at the smallest bucket, and the AdamW step alone (each its own graph):
+how much of a step's execution does not shrink with the length.
 
 Same F1: a padded position is masked out of attention and pooling, so a model's predictions do not depend on the
-padding. A last worker checks that on the real-sized model (held-out queries, both paddings, eager): every
-prediction the same, so the F1 of a model is the same under either padding.
+padding. A worker checks that on the real-sized model (held-out queries, both paddings, eager): it compares the
+logits and the predictions; equal predictions mean the same F1 for a model under either padding.
 """
 from __future__ import annotations
 
 import os
+import statistics
 import sys
 import time
 
@@ -158,7 +161,7 @@ def train_worker(spec: dict) -> dict:
         done()
         values.append(BATCH * len(batches) / (time.perf_counter() - t))
     n = passes * len(batches)
-    extra["s/step"] = round(BATCH / sorted(values)[len(values) // 2], 3)
+    extra["s/step"] = round(BATCH / statistics.median(values), 3)
     extra["to sync s/step"] = round(sum(traced) / n, 3)
     if backend == "xla":
         extra["in sync s/step"] = round(sum(synced) / n, 3)
@@ -207,8 +210,53 @@ def same_predictions_worker(spec: dict) -> dict:
             "max logit difference": float((a - b).abs().max()), "logit spread": float(a.std())}
 
 
+def split_worker(spec: dict) -> dict:
+    """XLA:CPU, one model: the device's ExecuteTime of forward+backward alone at two widths, and of the optimizer
+    step alone (its own graph), so the part of a step that does not depend on the length shows."""
+    os.environ.setdefault("PJRT_DEVICE", "CPU")
+    import torch
+    import torch_xla
+    import torch_xla.core.xla_model as xm
+
+    from tpu_helpers.xla_torch.counters import snapshot
+
+    cfg_args, _, _, n_per_label = SIZES[spec["size"]]
+    cfg_args = {**cfg_args, **spec.get("config", {})}  # e.g. {"vocab_size": 2000}: is the embedding the fixed part?
+    ids, labels = _data(n_per_label)["train"]
+    device = torch_xla.device()
+    model = _model(cfg_args).to(device)
+    opt = torch.optim.AdamW(model.parameters(), lr=5e-5)
+
+    def executed(fn) -> float:
+        before = snapshot()
+        fn()
+        torch_xla.sync()
+        xm.wait_device_ops()
+        return (snapshot().metric("ExecuteTime")[1] - before.metric("ExecuteTime")[1]) / 1e9
+
+    out = {"parameters (M)": round(sum(p.numel() for p in model.parameters()) / 1e6, 1),
+           "embedding parameters (M)": round(model.bert.embeddings.word_embeddings.weight.numel() / 1e6, 1)}
+    rows = [i for i in range(len(ids)) if len(ids[i]) <= min(spec["widths"])][:BATCH]  # the same rows at each width
+    for width in spec["widths"]:
+        b = {k: v.to(device) for k, v in _tensors(ids, labels, rows, width).items()}
+        fwd_bwd, step = [], []
+        for r in range(3):  # the first round compiles (and builds AdamW's state): not counted
+            f = executed(lambda: model(**b).loss.backward())
+            o = executed(lambda: (opt.step(), opt.zero_grad()))
+            if r:
+                fwd_bwd.append(f)
+                step.append(o)
+        out[f"forward+backward s (width {width})"] = round(min(fwd_bwd), 3)
+        out[f"optimizer s (width {width})"] = round(min(step), 3)
+    return out
+
+
 def worker(spec: dict) -> dict:
-    return same_predictions_worker(spec) if spec.get("check") == "same_predictions" else train_worker(spec)
+    if spec.get("check") == "same_predictions":
+        return same_predictions_worker(spec)
+    if spec.get("check") == "split":
+        return split_worker(spec)
+    return train_worker(spec)
 
 
 def run(quick: bool) -> Benchmark:
@@ -221,6 +269,9 @@ def run(quick: bool) -> Benchmark:
             cands[backend, strategy] = Candidate(NAMES[backend, strategy], res["values"], "samples/s",
                                                  extra=res["extra"])
     check = run_isolated(MODULE, {"check": "same_predictions", "size": size})
+    smallest = int(str(cands["xla", "buckets"].extra["boundaries"]).split("/")[0])
+    split = run_isolated(MODULE, {"check": "split", "size": size, "widths": [MAX_LENGTH, smallest]})
+    print(f"  split: {split}", file=sys.stderr, flush=True)
     cfg_args, steps, passes, _ = SIZES[size]
     bench = Benchmark(
         "buckets_bert",
@@ -228,11 +279,27 @@ def run(quick: bool) -> Benchmark:
         f"synthetic BANKING77 queries, batch {BATCH}: {steps} steps x {passes} timed passes per candidate, "
         "each in its own process",
         list(cands.values()), baseline=NAMES["xla", "max_length"])
-    bench.notes = notes(bench, cands, check)
+    bench.notes = notes(bench, cands, check, split)
     return bench
 
 
-def notes(bench: Benchmark, cands: dict, check: dict) -> str:
+def split_sentence(split: dict) -> str:
+    """What the forward+backward / optimizer split measured, in words (from `split_worker`'s figures)."""
+    widths = sorted(int(k.split("width ")[1].rstrip(")")) for k in split if k.startswith("forward+backward"))
+    small, large = widths[0], widths[-1]
+    fb_l, fb_s = split[f"forward+backward s (width {large})"], split[f"forward+backward s (width {small})"]
+    opt, opt_s = split[f"optimizer s (width {large})"], split[f"optimizer s (width {small})"]
+    fixed = max((fb_s * large - fb_l * small) / (large - small), 0.0)
+    return (f"Split in a process of its own (ExecuteTime, each part its own graph): forward+backward took {fb_l:.3f} s "
+            f"at width {large} and {fb_s:.3f} s at width {small} ({fb_l / max(fb_s, 1e-9):.2f}x for "
+            f"{large / small:.1f}x the tokens), the AdamW step {opt:.3f} s and {opt_s:.3f} s "
+            f"({split['parameters (M)']}M parameters, {split['embedding parameters (M)']}M of them the word "
+            f"embeddings): {100 * opt / (fb_l + opt):.0f}% of a max_length step's execution is the optimizer's, "
+            f"and a straight line through the two forward+backward times leaves {fixed:.3f} s at zero tokens "
+            f"({100 * (fixed + opt) / (fb_l + opt):.0f}% of the step with the optimizer, an estimate).")
+
+
+def notes(bench: Benchmark, cands: dict, check: dict, split: dict) -> str:
     """The measurement in words, written from the figures (the text cannot contradict them)."""
     xm, xb = cands["xla", "max_length"], cands["xla", "buckets"]
     em, eb = cands["eager", "max_length"], cands["eager", "buckets"]
@@ -248,7 +315,7 @@ def notes(bench: Benchmark, cands: dict, check: dict) -> str:
         f"the device's execution alone (ExecuteTime) is {exec_gain:.2f}x shorter per step, while the host's part before "
         f"sync() (Python, dispatch, building the lazy graph, which the device must wait for) went from "
         f"{trace_m:.3f} to {trace_b:.3f} s a step ({trace_m / max(trace_b, 1e-9):.2f}x). Eager PyTorch, which traces nothing, gets {eager_gain:.2f}x "
-        f"from buckets. On a TPU the host's work for one step overlaps the device's execution of the last (torch_xla "
+        f"from buckets. {split_sentence(split)} On a TPU the host's work for one step overlaps the device's execution of the last (torch_xla "
         f"runs graphs asynchronously), so a step costs the larger of the two, and the device's part is the one "
         f"that follows the tokens. "
         f"Compilations: {xb.extra['compilations (warm-up)']} for buckets ({xb.extra['shapes (timed)']} shapes in the "

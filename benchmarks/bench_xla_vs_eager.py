@@ -4,7 +4,7 @@ Every candidate runs in its own process (`benchmarks.harness.run_isolated`), alt
 * ``eager (plain process)``: torch only (``USE_TORCH_XLA=0``: accelerate, which transformers' models import,
   would import torch_xla otherwise); the worker checks that torch_xla was never imported;
 * ``eager (torch_xla imported)``: the same eager step in a process that started PJRT's CPU client first, as a
-  notebook that mixes both does (the XLA runtime's threads compete with eager's for the cores);
+  notebook that mixes both does;
 * ``XLA:CPU``: the step on ``torch_xla.device()``, waited for (``xm.wait_device_ops()``) so its time is real.
 Warm-up steps (XLA's compilations) are excluded and reported apart; each timed step is one value: median and
 min–max over all rounds. For XLA, beside each step's time: the host's part before ``torch_xla.sync()`` (Python,
@@ -13,6 +13,7 @@ dispatch, building the lazy graph) and torch_xla's own ``ExecuteTime`` and ``Laz
 from __future__ import annotations
 
 import os
+import statistics
 import sys
 import time
 
@@ -126,7 +127,7 @@ def run(quick: bool) -> list[Benchmark]:
         batch = MODELS[model][1]
         cands = []
         for mode, res in results.items():
-            extra = {"samples/s": round(batch / sorted(res["values"])[len(res["values"]) // 2], 1), **res["extra"]}
+            extra = {"samples/s": round(batch / statistics.median(res["values"]), 1), **res["extra"]}
             cands.append(Candidate(MODES[mode], res["values"], "s/step", higher_is_better=False, extra=extra))
         bench = Benchmark(f"xla_vs_eager_{model}", f"XLA vs eager on the CPU, train step: {TITLES[model]}",
                           cands, baseline=MODES["eager_plain"])
@@ -139,7 +140,7 @@ def _notes(bench: Benchmark, rounds: int) -> str:
     """What the measurement says, written from the figures (so the text cannot contradict them)."""
     xla, mixed = bench.ratio(MODES["xla"]), bench.ratio(MODES["eager_with_xla"])
     verdict = (f"XLA:CPU ran at {xla:.2f}× eager's speed: slower, so on a CPU XLA proves correctness and compile "
-               "behaviour, not speed (a TPU has no eager mode to compare with)" if xla < 1 else
+               "behaviour, not speed" if xla < 1 else
                f"XLA:CPU ran at {xla:.2f}× eager's speed on this model and machine")
     return (f"Ratios > 1: faster than eager in a plain process. Each candidate ran in its own process, {rounds} "
             f"round(s) alternating; warm-up steps excluded (XLA's compile time is in its own column). {verdict}. "

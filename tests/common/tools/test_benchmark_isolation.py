@@ -88,12 +88,18 @@ def test_bucket_notes_say_whether_the_2x_goal_is_met_from_the_figures():
              "classes predicted": 12}
     cands = bucket_candidates([10.0], [15.0], [20.0], [50.0])
     bench = Benchmark("b", "B", list(cands.values()), bench_buckets_bert.NAMES["xla", "max_length"])
-    text = bench_buckets_bert.notes(bench, cands, check)
+    split = {"parameters (M)": 22.7, "embedding parameters (M)": 11.7, "forward+backward s (width 64)": 1.0,
+             "optimizer s (width 64)": 3.0, "forward+backward s (width 16)": 0.4, "optimizer s (width 16)": 3.1}
+    text = bench_buckets_bert.notes(bench, cands, check, split)
     assert "Buckets compute 3.00x fewer tokens" in text and "1.50x the samples/s of max_length (misses" in text
     assert "(ExecuteTime) is 4.00x shorter" in text and "from 0.300 to 0.250 s a step (1.20x)" in text
     assert "Eager PyTorch, which traces nothing, gets 2.50x" in text
+    assert ("forward+backward took 1.000 s at width 64 and 0.400 s at width 16 (2.50x for 4.0x the tokens), the "
+            "AdamW step 3.000 s and 3.100 s (22.7M parameters, 11.7M of them the word embeddings): 75% of a "
+            "max_length step's execution is the optimizer's, and a straight line through the two forward+backward times "
+            "leaves 0.200 s at zero tokens (80% of the step with the optimizer, an estimate)") in text
     assert "differ by at most 2.0e-06" in text and "308 of 308 predictions equal, 12 classes predicted" in text
     assert "Compilations: 4 for buckets (3 shapes in the timed steps, 3 in an epoch) against 2 for max_length" in text
     cands = bucket_candidates([10.0], [25.0], [20.0], [50.0])
     bench = Benchmark("b", "B", list(cands.values()), bench_buckets_bert.NAMES["xla", "max_length"])
-    assert "2.50x the samples/s of max_length (meets" in bench_buckets_bert.notes(bench, cands, check)
+    assert "2.50x the samples/s of max_length (meets" in bench_buckets_bert.notes(bench, cands, check, split)
