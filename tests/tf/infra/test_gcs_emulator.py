@@ -138,7 +138,10 @@ def test_write_target_bucket():
 def _connect(port: int, target: str) -> bytes:
     with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
         s.sendall(f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n".encode())
-        return s.recv(4096)
+        answer = s.recv(4096)
+        while not answer.startswith(b"HTTP/1.1 200") and (more := s.recv(4096)):  # a refusal: read its body too
+            answer += more
+        return answer
 
 
 def test_proxy_refuses_google_metadata_loopback_and_unlisted_hosts(local_gcs):
