@@ -197,3 +197,19 @@ def test_weighted_f1_is_sklearns_and_refuses_unequal_lengths():
     assert weighted_f1([], []) == 0.0
     with pytest.raises(TrainingError):
         weighted_f1([1, 2], [1])
+
+
+def test_the_estimate_after_epoch_one_uses_its_steady_second_half():
+    from types import SimpleNamespace
+
+    from accelerate.utils import DistributedType
+
+    from tpu_helpers.banking77.train import RunLog
+
+    acc = SimpleNamespace(num_processes=1, is_main_process=True, distributed_type=DistributedType.NO)
+    log = RunLog(acc, TrainConfig(epochs=3), loaders=None, steps_per_epoch=10)
+    log.epoch, log._train_seconds = 1, 30.0
+    # ten steps: four slow ones while shapes compile (5 s each), then 0.1 s each
+    log._step_times = [0.0, 5, 10, 15, 20, 20.1, 20.2, 20.3, 20.4, 20.5, 20.6]
+    text = log.estimate()
+    assert "median step of its second half 100 ms" in text and "about 2 s" in text  # 0.1 s x 10 steps x 2 epochs
