@@ -44,7 +44,7 @@ Evaluation (``shuffle=False, drop_last=False``) keeps every query exactly once; 
 batch is topped up with repeats of its own rows so that it keeps the batch shape (no extra graph). Gather with
 ``accelerator.gather``, count the rows and cut the last batch on the host: on XLA, ``gather_for_metrics`` decides
 what to cut from a flag that the loader's prefetch thread sets early (see
-`tpu_helpers.banking77.train.evaluate_predictions`).
+`tpu_helpers.banking77.evaluation.evaluate_predictions`).
 
 Sources: transformers ``trainer_pt_utils.get_length_grouped_indices`` and ``DataCollatorWithPadding`` (v4.57);
 accelerate ``data_loader.BatchSamplerShard`` and ``Accelerator.gather_for_metrics`` (v1.15):

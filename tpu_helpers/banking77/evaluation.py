@@ -6,7 +6,7 @@ from typing import Sequence
 
 from tpu_helpers.banking77.train import TrainingError
 
-__all__ = ["evaluate_predictions", "rows_still_due", "check_evaluation_plan", "weighted_f1"]
+__all__ = ["evaluate_predictions", "rows_on_host", "rows_still_due", "check_evaluation_plan", "weighted_f1"]
 
 
 def weighted_f1(predictions: Sequence[int], references: Sequence[int]) -> float:
@@ -81,20 +81,27 @@ def evaluate_predictions(accelerator, model, eval_dl, n_rows: int):
     counted here (`rows_still_due`) and only the last batch loses its repeats. The cut happens on the host, after
     the copy: a slice on the device would be one more graph to compile.
     """
-    import numpy as np
     import torch
 
     model.eval()
-    chunks_p, chunks_r = [], []
+    gathered = []
     for batch in eval_dl:
         with torch.no_grad():
             logits = model(**batch).logits
-        preds, refs = accelerator.gather((logits.argmax(dim=-1), batch["labels"]))
-        chunks_p.append(preds)
-        chunks_r.append(refs)
-    # each chunk was computed when the loader synced at the next step: copying it is a transfer, no new graph
+        gathered.append(accelerator.gather((logits.argmax(dim=-1), batch["labels"])))
+    return rows_on_host(gathered, n_rows)
+
+
+def rows_on_host(gathered, n_rows: int):
+    """``gathered``: the ``(predictions, labels)`` pairs ``accelerator.gather`` returned for each evaluation batch,
+    in order. Returns two NumPy arrays of exactly ``n_rows`` rows: each batch copied to the host once, the rows
+    still due kept (`rows_still_due`: only the last batch's repeats are cut). Each batch was computed when the
+    loader synced at the next step, so the copy is a transfer, not a new graph; the cut happens on the host because
+    a slice on the device would be one more graph to compile."""
+    import numpy as np
+
     out_p, out_r, seen = [], [], 0
-    for p, r in zip(chunks_p, chunks_r):
+    for p, r in gathered:
         keep = rows_still_due(len(p), seen, n_rows)
         out_p.append(p.cpu().numpy()[:keep])
         out_r.append(r.cpu().numpy()[:keep])

@@ -5,6 +5,10 @@
     launch.prepare_environment(plan)        # before importing accelerate / transformers
     result = launch.launch(training_function, (model, train_ds, eval_ds, config), plan)
 
+Notebook 05 writes the launch out in a cell (``notebook_launcher(training_function, args,
+num_processes=plan.num_processes)``, or ``torch_xla.launch`` on a Cloud TPU VM) with `check_kernel` before it and
+`reset_accelerate_state` after it; `launch` does the same in one call, for tests and benchmarks.
+
 `plan_launch` is a pure function of the runtime and the environment (both injectable), so every branch is
 unit-tested without a TPU or a GPU:
 

@@ -1,49 +1,23 @@
-"""The BANKING77 training function of notebook 05: Accelerate inside, one copy per replica.
+"""The plumbing of notebook 05's training function: its loaders, its bookkeeping and its report.
 
-    from tpu_helpers.banking77.train import TrainConfig, training_function
-    report = training_function(model, train_ds, eval_ds, TrainConfig(epochs=3, mixed_precision="bf16"))
-    report = training_function(model, unpadded_train, unpadded_eval,
-                               TrainConfig(padding="buckets", boundaries=(16, 24, 48), max_length=128), tokenizer)
-    # ...normally launched on every replica by tpu_helpers.banking77.launch (notebook_launcher / torch_xla.launch)
+The training function itself (``Accelerator`` inside, ``prepare``, the loop, the gathered evaluation) is written in
+the notebook, in the cell tagged ``training-function``, where the learner reads and changes it; it uses:
 
-What it does, and why (the seed is the tutorial "Getting started with Transformers and TPU using PyTorch"):
+    loaders = make_loaders(train_ds, eval_ds, config, tokenizer, num_replicas=accelerator.num_processes)
+    log = RunLog(accelerator, config, loaders, steps_per_epoch=len(train_dl))
+    log.start_epoch(epoch); log.step(); log.end_training(loss_sum); log.end_epoch(gathered); log.report()
 
-* **It lives in a module, not in a notebook cell.** A launcher that *spawns* processes starts fresh interpreters
-  that unpickle the function by reference (module + name); a function defined in a notebook lives in
-  ``__main__`` of the kernel, which a spawned child cannot import. The seed therefore wrote the function to a
-  file with ``%%writefile`` and imported it. *Fork* (what ``notebook_launcher`` uses on TPU) copies the parent's
-  memory and does not need that, but an importable, unit-tested module works with both start methods.
-* **The model comes from outside** (built once in the notebook): with fork, the replicas share the parent's
-  copy of the weights in host RAM instead of each loading its own (the seed's advice for 8 TPU cores on one
-  host). **The ``Accelerator`` is created inside**, in each replica, after the launcher has set the replica up.
-* **Mixed precision is passed to ``Accelerator(...)``**: ``notebook_launcher(..., mixed_precision=...)`` does not
-  reach the ``Accelerator`` in accelerate 1.15 (the TPU and single-process branches ignore it; the multi-process
-  branch exports it as ``MIXED_PRECISION`` while ``AcceleratorState`` reads ``ACCELERATE_MIXED_PRECISION``):
-  https://github.com/huggingface/accelerate/blob/v1.15.0/src/accelerate/launchers.py (``patched_env``) and
-  .../src/accelerate/state.py (``parse_choice_from_env("ACCELERATE_MIXED_PRECISION", "no")``).
-* **Static shapes** (`make_loaders`): with ``padding="buckets"`` (notebook 05's default) the batches come from
-  `tpu_helpers.banking77.buckets.BucketBatchSampler`: queries of similar length, padded by the tokenizer to one of a few
-  fixed lengths, the same on every replica at every step, new batches every epoch (``set_epoch``). With
-  ``padding="max_length"`` (the seed's way) every query is padded to one length and the training loader drops the
-  last incomplete batch (one batch shape); its evaluation loader keeps every sample (``drop_last=False``), so its
-  last, smaller batch is one more graph. The run compiles one graph per batch shape plus AdamW's first step.
-* **Exactly one prediction per test query** (`evaluate_predictions`): the last evaluation batch may carry
-  repeated rows (topped up to keep its shape). They are cut on the host, by count, after ``accelerator.gather``;
-  not by ``gather_for_metrics``, which on XLA loses real rows (see `evaluate_predictions` for why). Before training,
-  `check_evaluation_plan` replays the evaluation loader's plan on the host and stops at once if it would not give
-  every test row exactly once.
-* **No host syncs inside the steps**: the loss is summed on the device and read once per epoch (the sum starts
-  from the first loss, not ``torch.zeros``, one tiny graph less; it is all-reduced only with several replicas); the
-  tqdm bar (main process only) counts steps by hand: wrapping the loader in ``tqdm.auto`` would call ``iter()`` on
-  it once more, which on XLA starts a ``MpDeviceLoader`` thread that prefetches batches for nothing.
-* **Linear warmup then linear decay** (``get_linear_schedule_with_warmup``), built before ``prepare`` from the
-  unsharded loader length and prepared with the rest, as in Accelerate's ``examples/nlp_example.py``.
-* **Weighted F1 each epoch** on predictions gathered from all replicas, with scikit-learn
-  (`tpu_helpers.banking77.evaluation.weighted_f1`; the seed's ``evaluate.load("f1")`` wraps the same function but
-  downloads a script from the Hub first).
-* **Per epoch**: mean loss, F1, train samples/s, the tokens computed and real and the batch shapes (counted by the
-  collate function on the host), and the XLA counters of the train loop and of the evaluation
-  (`tpu_helpers.xla_torch.counters.XlaCounters`), read in the process that trains.
+* `make_loaders`: static shapes. With ``padding="buckets"`` (notebook 05's default) the batches come from
+  `tpu_helpers.banking77.buckets.BucketBatchSampler` (similar lengths padded to one of a few fixed lengths, the same
+  on every replica at every step, new batches every epoch); with ``"max_length"`` (the seed's way) every query is
+  padded to one length and the training loader drops its last incomplete batch. Before any training time is spent
+  it replays the evaluation plan on the host (`tpu_helpers.banking77.evaluation.check_evaluation_plan`).
+* `RunLog`: per epoch the mean loss (one host read of the loss summed on the device, all-reduced only with
+  several replicas), F1 on exactly one prediction per test row (the gathered batches cut on the host, then put
+  back in the test set's order), samples/s, the tokens computed and real, the batch shapes and the XLA counters
+  (`tpu_helpers.xla_torch.counters.XlaCounters`); a tqdm bar on the main process; after epoch 1 an estimate of the
+  time left; at the end a `TrainReport` (also written to ``config.report_path``: a forked replica cannot return it).
+* `scaled_learning_rate`: the linear scaling rule, for a global batch other than the one a learning rate was tuned at.
 """
 from __future__ import annotations
 
@@ -52,11 +26,12 @@ import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from tpu_helpers.core.tables import format_table
 
-__all__ = ["TrainConfig", "EpochStats", "TrainReport", "TrainingError", "training_function", "make_loaders", "PADDINGS"]
+__all__ = ["TrainConfig", "EpochStats", "TrainReport", "TrainingError", "Loaders", "make_loaders", "RunLog",
+           "scaled_learning_rate", "PADDINGS"]
 
 PADDINGS = ("buckets", "max_length")
 
@@ -81,6 +56,24 @@ class TrainConfig:
     padding: str = "max_length"  # "max_length": one fixed length; "buckets": length buckets (needs a tokenizer)
     boundaries: tuple[int, ...] | None = None  # bucket lengths for padding="buckets"; the largest = max_length
     max_length: int | None = None  # the fixed length when padding="max_length" pads per batch (a tokenizer given)
+
+    def __post_init__(self):
+        if self.epochs < 1:
+            raise TrainingError(f"epochs={self.epochs}: train at least 1 epoch")
+        if self.padding not in PADDINGS:
+            raise TrainingError(f"padding={self.padding!r}: choose one of {', '.join(PADDINGS)}")
+        if self.batch_size < 1 or self.eval_batch_size < 1:
+            raise TrainingError("batch_size and eval_batch_size must be at least 1")
+
+
+def scaled_learning_rate(base_lr: float, base_global_batch: int, global_batch: int) -> float:
+    """The linear scaling rule (Goyal et al. 2017, "Accurate, Large Minibatch SGD", arXiv:1706.02677): a learning
+    rate tuned at ``base_global_batch`` samples per step, for ``global_batch`` samples per step, is
+    ``base_lr * global_batch / base_global_batch``. The seed's 3e-4 at 256 becomes 3.75e-5 at 32 (a v5e-1)."""
+    if base_lr <= 0 or base_global_batch < 1 or global_batch < 1:
+        raise TrainingError(f"cannot scale lr={base_lr} from a global batch of {base_global_batch} to {global_batch}: "
+                            "the learning rate must be positive and both batches at least 1")
+    return base_lr * global_batch / base_global_batch
 
 
 @dataclass
@@ -151,7 +144,9 @@ class TrainReport:
     def save(self, path: str | os.PathLike[str]) -> Path:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(self.to_dict()))
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(self.to_dict()))
+        os.replace(tmp, path)  # atomic: a reader never sees half a report
         return path
 
     @classmethod
@@ -203,11 +198,23 @@ class _CountingCollate:
         return batch
 
 
-def make_loaders(train_dataset, eval_dataset, config: TrainConfig, tokenizer=None, num_replicas: int = 1):
-    """The training and evaluation DataLoaders for ``config.padding`` (before ``accelerator.prepare``).
+class Loaders(NamedTuple):
+    """What `make_loaders` returns (it unpacks as a 5-tuple too)."""
+    train: Any  # DataLoader, before accelerator.prepare
+    eval: Any
+    train_collate: Any  # counts the tokens and batch shapes of each split, on the host
+    eval_collate: Any
+    eval_order: list[int] | None  # the dataset index of each gathered prediction (None: the dataset's order)
 
-    Returns ``(train_dl, eval_dl, train_collate, eval_collate, eval_order)``: the collate functions count tokens
-    and shapes; ``eval_order`` is the dataset index of each gathered prediction (None: dataset order).
+    @property
+    def eval_rows(self) -> int:
+        """The number of test rows: exactly one prediction each."""
+        return len(self.eval.dataset)
+
+
+def make_loaders(train_dataset, eval_dataset, config: TrainConfig, tokenizer=None, num_replicas: int = 1) -> Loaders:
+    """The training and evaluation DataLoaders for ``config.padding`` (before ``accelerator.prepare``), with the
+    evaluation plan already checked on the host (every test row exactly once, `check_evaluation_plan`).
 
     * ``"buckets"``: unpadded datasets (`tpu_helpers.banking77.dataset.tokenize(..., padding="none")`) and a tokenizer;
       `tpu_helpers.banking77.buckets.BucketBatchSampler` makes global batches of similar lengths padded to
@@ -244,7 +251,7 @@ def make_loaders(train_dataset, eval_dataset, config: TrainConfig, tokenizer=Non
         train_dl = DataLoader(BucketedDataset(train_dataset), batch_sampler=train_sampler, collate_fn=train_collate)
         eval_dl = DataLoader(BucketedDataset(eval_dataset), batch_sampler=eval_sampler, collate_fn=eval_collate)
         order = [int(i) for b in eval_sampler.plan(0) for i in b.indices[:b.real_rows]]
-        return train_dl, eval_dl, train_collate, eval_collate, order
+        return _checked(Loaders(train_dl, eval_dl, train_collate, eval_collate, order), num_replicas)
     if len(train_dataset) < config.batch_size:
         raise TrainingError(f"the training set ({len(train_dataset)} rows) is smaller than one batch "
                             f"({config.batch_size}); with drop_last=True there would be no step. Lower BATCH_SIZE "
@@ -260,147 +267,149 @@ def make_loaders(train_dataset, eval_dataset, config: TrainConfig, tokenizer=Non
                           collate_fn=train_collate)
     eval_dl = DataLoader(eval_dataset, batch_size=config.eval_batch_size, shuffle=False, drop_last=False,
                          collate_fn=eval_collate)
-    return train_dl, eval_dl, train_collate, eval_collate, None
+    return _checked(Loaders(train_dl, eval_dl, train_collate, eval_collate, None), num_replicas)
 
 
-# --------------------------------------------------------------------------------------------- the function
+def _checked(loaders: Loaders, num_replicas: int) -> Loaders:
+    from tpu_helpers.banking77.evaluation import check_evaluation_plan
 
-def training_function(model, train_dataset, eval_dataset, config: TrainConfig | None = None,
-                      tokenizer=None) -> TrainReport | None:
-    """Train ``model`` (built outside) on every replica; return the report on the main process, else None.
+    check_evaluation_plan(loaders.eval, loaders.eval_rows, num_replicas, loaders.eval_order)
+    return loaders
 
-    With ``config.padding="max_length"`` and no tokenizer, ``train_dataset``/``eval_dataset`` yield dicts of
-    fixed-length tensors (`tpu_helpers.banking77.dataset.tokenize`'s default output). With a tokenizer they hold unpadded
-    token lists (``tokenize(..., padding="none")``) and each batch is padded by the tokenizer: to
-    ``config.max_length``, or, with ``padding="buckets"``, to one of ``config.boundaries`` (`make_loaders`).
-    With ``config.report_path`` set the main process also writes the report there (a multi-process launch cannot
-    return it to the notebook).
+
+
+
+# --------------------------------------------------------------------------------------------- the bookkeeping
+
+class RunLog:
+    """The training function's bookkeeping, kept out of the loop: counters, timers, the bar, F1 and the report.
+
+    It never reads the device inside the training loop: `end_training` reads the summed loss once per epoch, and
+    `end_epoch` copies the gathered evaluation batches to the host once each. The bar is updated by hand: wrapping
+    the prepared loader in ``tqdm`` would call ``iter()`` on it once more, and on XLA every ``iter()`` starts a
+    ``MpDeviceLoader`` thread that prefetches batches for nothing.
     """
-    import numpy as np
-    import torch
-    from accelerate import Accelerator
-    from accelerate.utils import DistributedType, set_seed
-    from tqdm.auto import tqdm
-    from transformers import get_linear_schedule_with_warmup
 
-    config = config or TrainConfig()
-    if config.epochs < 1:
-        raise TrainingError("epochs must be at least 1")
-    if config.padding not in PADDINGS:
-        raise TrainingError(f"padding={config.padding!r}: choose one of {', '.join(PADDINGS)}")
-    if config.padding == "max_length" and tokenizer is None and len(train_dataset) < config.batch_size:
-        raise TrainingError(f"the training set ({len(train_dataset)} rows) is smaller than one batch "
-                            f"({config.batch_size}); with drop_last=True there would be no step. Lower BATCH_SIZE "
-                            "or use more data.")
+    def __init__(self, accelerator, config: TrainConfig, loaders: Loaders, steps_per_epoch: int):
+        from accelerate.utils import DistributedType
 
-    accelerator = Accelerator(mixed_precision=config.mixed_precision)
-    set_seed(config.seed)
-    on_xla = accelerator.distributed_type == DistributedType.XLA
-    if on_xla:
-        from tpu_helpers.xla_torch.counters import XlaCounters, snapshot
-    from tpu_helpers.banking77.evaluation import check_evaluation_plan, evaluate_predictions, weighted_f1
-    main = accelerator.is_main_process
-    n_proc = accelerator.num_processes
+        self.accelerator, self.config, self.loaders = accelerator, config, loaders
+        self.steps_per_epoch = steps_per_epoch
+        self.n_proc = accelerator.num_processes
+        self.main = accelerator.is_main_process
+        self.on_xla = accelerator.distributed_type == DistributedType.XLA
+        self.compilations_before = self._compilations()
+        self.epochs: list[EpochStats] = []
+        self.predictions: list[int] = []
+        self.references: list[int] = []
+        self._loss_read = 0.0
+        self._bar = self._counters = None
+        self._step_times: list[float] = []
 
-    train_dl, eval_dl, train_collate, eval_collate, eval_order = make_loaders(
-        train_dataset, eval_dataset, config, tokenizer, num_replicas=n_proc)
-    check_evaluation_plan(eval_dl, len(eval_dataset), n_proc, eval_order)  # before any training time is spent
-    train_sampler = train_dl.batch_sampler if config.padding == "buckets" else None
-    optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay)
-    total_steps = config.epochs * len(train_dl)  # unsharded length: the prepared scheduler steps once per replica
-    scheduler = get_linear_schedule_with_warmup(optimizer, int(config.warmup_ratio * total_steps), total_steps)
-    model, optimizer, train_dl, eval_dl, scheduler = accelerator.prepare(
-        model, optimizer, train_dl, eval_dl, scheduler)
+    def _compilations(self) -> int | None:
+        if not self.on_xla:
+            return None
+        from tpu_helpers.xla_torch.counters import snapshot
 
-    steps_per_epoch = len(train_dl)
-    global_batch = config.batch_size * n_proc
-    compilations_before = snapshot().counter("UncachedCompile") if on_xla else None
-    epochs: list[EpochStats] = []
-    preds_list: list[int] = []
-    refs_list: list[int] = []
-    # The loss is summed on the device over the whole run and read once per epoch. It starts as the first step's
-    # loss (not torch.zeros, which would be one more tiny graph to compile), and it is reduced across replicas only
-    # where there are several (accelerator.reduce compiles an all-reduce graph even for one).
-    loss_total = None
-    loss_read = 0.0
+        return snapshot().counter("UncachedCompile")
 
-    for epoch in range(1, config.epochs + 1):
-        # ---- train: no host sync inside the loop; one read of the summed loss at the end
-        model.train()
-        train_collate.reset()
-        train_counters = XlaCounters().__enter__() if on_xla else None
-        start = time.perf_counter()
-        if train_sampler is not None:
-            train_sampler.set_epoch(epoch - 1)  # new batches every epoch, the same plan in every process
-        # A bar with a total, updated by hand: tqdm.auto's bar calls iter() on the loader it wraps when it is
-        # created, and on XLA every iter() of the prepared loader starts a MpDeviceLoader thread that prefetches
-        # batches, thrown away when the loop calls iter() again.
-        bar = tqdm(total=steps_per_epoch, desc=f"epoch {epoch}/{config.epochs}",
-                   disable=not (main and config.progress), leave=False, mininterval=2.0)
-        for batch in train_dl:
-            bar.update(1)
-            loss = model(**batch).loss
-            accelerator.backward(loss)
-            if config.max_grad_norm:
-                accelerator.clip_grad_norm_(model.parameters(), config.max_grad_norm)
-            optimizer.step()
-            scheduler.step()
-            optimizer.zero_grad()
-            loss_total = loss.detach() if loss_total is None else loss_total + loss.detach()
-        summed = accelerator.reduce(loss_total, reduction="sum") if n_proc > 1 else loss_total
-        total_now = float(summed.item())
-        mean_loss = (total_now - loss_read) / (steps_per_epoch * n_proc)
-        loss_read = total_now
-        train_seconds = time.perf_counter() - start
-        bar.close()
-        if train_counters is not None:
-            train_counters.update()
-        train_tokens = train_collate.stats()
+    def _start_counters(self):
+        """XLA counters from now on (None off XLA), and the timer started after their snapshot."""
+        counters = None
+        if self.on_xla:
+            from tpu_helpers.xla_torch.counters import XlaCounters
 
-        # ---- evaluate: predictions from every replica, repeats removed, moved to the host once per batch
-        model.eval()
-        eval_collate.reset()
-        eval_counters = XlaCounters().__enter__() if on_xla else None
-        start = time.perf_counter()
-        preds_np, refs_np = evaluate_predictions(accelerator, model, eval_dl, len(eval_dataset))
-        if eval_order is not None:  # bucketed evaluation runs in length order: back to the dataset's order
-            if len(eval_order) != len(preds_np):
-                raise TrainingError(f"{len(preds_np)} predictions for {len(eval_order)} test rows")
-            order = np.asarray(eval_order)
-            preds_np, refs_np = preds_np[np.argsort(order)], refs_np[np.argsort(order)]
-        preds_list, refs_list = preds_np.tolist(), refs_np.tolist()
-        eval_seconds = time.perf_counter() - start
-        if eval_counters is not None:
-            eval_counters.update()
+            counters = XlaCounters().__enter__()
+        self._start = time.perf_counter()
+        return counters
 
-        f1 = weighted_f1(preds_list, refs_list) if main else float("nan")
+    def start_epoch(self, epoch: int) -> None:
+        """Before epoch ``epoch`` (1, 2, ...): new bucketed batches, counters and timer started, a bar."""
+        from tqdm.auto import tqdm
+
+        self.epoch = epoch
+        sampler = self.loaders.train.batch_sampler
+        if hasattr(sampler, "set_epoch"):  # the bucket sampler: new batches every epoch, the same plan everywhere
+            sampler.set_epoch(epoch - 1)
+        self.loaders.train_collate.reset()
+        self._counters = self._start_counters()
+        self._step_times = [self._start]
+        self._bar = tqdm(total=self.steps_per_epoch, desc=f"epoch {epoch}/{self.config.epochs}", leave=False,
+                         disable=not (self.main and self.config.progress), mininterval=2.0)
+
+    def step(self) -> None:
+        """After each training step (host time only: no device read)."""
+        self._bar.update(1)
+        self._step_times.append(time.perf_counter())
+
+    def end_training(self, loss_sum) -> None:
+        """After the epoch's last step: read the loss summed on the device since the start (once), then time the
+        evaluation apart."""
+        summed = self.accelerator.reduce(loss_sum, reduction="sum") if self.n_proc > 1 else loss_sum
+        total = float(summed.item())
+        self._mean_loss = (total - self._loss_read) / (self.steps_per_epoch * self.n_proc)
+        self._loss_read = total
+        self._train_seconds = time.perf_counter() - self._start
+        self._bar.close()
+        self._train_xla = self._counters.update().as_dict() if self._counters else None
+        self._train_tokens = self.loaders.train_collate.stats()
+        if self.epoch == 1 and self.config.epochs > 1 and self.main and self.config.progress:
+            print(self.estimate())
+        self.loaders.eval_collate.reset()
+        self._counters = self._start_counters()
+
+    def estimate(self) -> str:
+        """The time the remaining epochs should take, from the median step of the second half of epoch 1 (by then
+        most batch shapes are compiled; the median ignores the steps that still compile)."""
+        gaps = [b - a for a, b in zip(self._step_times, self._step_times[1:])]
+        gaps = sorted(gaps[len(gaps) // 2:])
+        median = gaps[len(gaps) // 2] if gaps else float("nan")
+        left = self.config.epochs - self.epoch
+        return (f"epoch {self.epoch}: {self.steps_per_epoch} steps in {self._train_seconds:.1f} s (compiling "
+                f"included); median step of its second half {median * 1000:.0f} ms: the {left} epoch(s) left should "
+                f"train in about {median * self.steps_per_epoch * left:.0f} s, plus evaluation")
+
+    def end_epoch(self, gathered) -> EpochStats:
+        """After the evaluation loop: ``gathered`` holds ``accelerator.gather((predictions, labels))`` of every
+        evaluation batch; exactly one row per test row is kept, in the test set's order, and scored."""
+        import numpy as np
+
+        from tpu_helpers.banking77.evaluation import rows_on_host, weighted_f1
+
+        preds, refs = rows_on_host(gathered, self.loaders.eval_rows)
+        if self.loaders.eval_order is not None:  # bucketed evaluation runs in length order: back to the test order
+            back = np.argsort(np.asarray(self.loaders.eval_order))
+            preds, refs = preds[back], refs[back]
+        self.predictions, self.references = preds.tolist(), refs.tolist()
+        eval_seconds = time.perf_counter() - self._start
+        eval_xla = self._counters.update().as_dict() if self._counters else None
+        samples = self.steps_per_epoch * self.config.batch_size * self.n_proc
         stats = EpochStats(
-            epoch=epoch, loss=mean_loss, f1=f1,
-            accuracy=sum(p == r for p, r in zip(preds_list, refs_list)) / max(1, len(refs_list)),
-            train_samples=steps_per_epoch * global_batch, train_seconds=train_seconds,
-            samples_per_second=steps_per_epoch * global_batch / train_seconds, eval_seconds=eval_seconds,
-            train_xla=train_counters.as_dict() if train_counters else None,
-            eval_xla=eval_counters.as_dict() if eval_counters else None,
-            compilations_total=snapshot().counter("UncachedCompile") if on_xla else None,
-            train_tokens=train_tokens, eval_tokens=eval_collate.stats())
-        epochs.append(stats)
-        if main and config.progress:
-            accelerator.print(f"epoch {epoch}: loss {mean_loss:.4f}  F1 {f1:.3f}  "
-                              f"{stats.samples_per_second:.1f} samples/s  "
-                              f"{stats.tokens_per_real_token:.2f} tokens per real token")
+            epoch=self.epoch, loss=self._mean_loss, f1=weighted_f1(self.predictions, self.references),
+            accuracy=float(np.mean(preds == refs)) if len(refs) else 0.0, train_samples=samples,
+            train_seconds=self._train_seconds, samples_per_second=samples / self._train_seconds,
+            eval_seconds=eval_seconds, train_xla=self._train_xla, eval_xla=eval_xla,
+            compilations_total=self._compilations(), train_tokens=self._train_tokens,
+            eval_tokens=self.loaders.eval_collate.stats())
+        self.epochs.append(stats)
+        if self.main and self.config.progress:
+            print(f"epoch {stats.epoch}: loss {stats.loss:.4f}  F1 {stats.f1:.3f}  {stats.samples_per_second:.1f} "
+                  f"samples/s  {stats.tokens_per_real_token:.2f} tokens per real token")
+        return stats
 
-    # No accelerator.wait_for_everyone() here: the last evaluation's gather already brought the replicas together,
-    # and on XLA the barrier is one more graph to compile (xm.rendezvous).
-    if not main:
-        return None
-    report = TrainReport(
-        epochs=epochs, device=str(accelerator.device), distributed_type=str(accelerator.distributed_type.value),
-        num_processes=n_proc, mixed_precision=str(accelerator.mixed_precision),
-        batch_size=config.batch_size, global_batch_size=global_batch, steps_per_epoch=steps_per_epoch,
-        eval_samples=len(refs_list), pid=os.getpid(), compilations_before=compilations_before,
-        predictions=preds_list, references=refs_list, padding=config.padding,
-        boundaries=list(config.boundaries) if config.boundaries else None,
-        compilations_after=snapshot().counter("UncachedCompile") if on_xla else None)
-    if config.report_path:
-        report.save(config.report_path)
-    return report
+    def report(self) -> TrainReport | None:
+        """The run's report on the main process (also written to ``config.report_path``), None on the others."""
+        if not self.main:
+            return None
+        acc, config = self.accelerator, self.config
+        report = TrainReport(
+            epochs=self.epochs, device=str(acc.device), distributed_type=str(acc.distributed_type.value),
+            num_processes=self.n_proc, mixed_precision=str(acc.mixed_precision), batch_size=config.batch_size,
+            global_batch_size=config.batch_size * self.n_proc, steps_per_epoch=self.steps_per_epoch,
+            eval_samples=len(self.references), pid=os.getpid(), compilations_before=self.compilations_before,
+            predictions=self.predictions, references=self.references, padding=config.padding,
+            boundaries=list(config.boundaries) if config.boundaries else None,
+            compilations_after=self._compilations())
+        if config.report_path:
+            report.save(config.report_path)
+        return report

@@ -74,6 +74,17 @@ def test_gather_step_passes_on_the_solution(data):
     assert f"{len(enc['test'])} predictions for {len(enc['test'])} test rows" in result.message
 
 
+def test_gather_check_runs_on_the_first_rows_of_a_large_set_with_a_topped_up_last_batch(data):
+    from tpu_helpers.banking77 import checks as nb05
+    from tpu_helpers.banking77 import solutions as solution
+
+    _, tok, enc, bounds = data
+    assert len(enc["train"]) > 3 * 32 - 5
+    result = nb05.check_gather_step(solution.gather_step, enc["train"], tok, bounds, batches=3)
+    assert result.passed, result.message
+    assert "91 predictions for 91 test rows" in result.message and "repeated rows" in result.message
+
+
 def test_gather_for_metrics_alone_keeps_the_repeats_on_xla(data):
     from tpu_helpers.banking77 import checks as nb05
 

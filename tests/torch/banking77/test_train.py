@@ -1,4 +1,5 @@
-"""The training function and the in-process launch on PyTorch/XLA's CPU device, with a tiny BERT.
+"""Notebook 05's training function (its cell tagged ``training-function``, run as the learner gets it) and the
+in-process launch on PyTorch/XLA's CPU device, with a tiny BERT.
 
 One small bucketed training run (module fixture) is shared by the report tests; it goes through the real launcher
 (`tpu_helpers.banking77.launch.launch` -> `accelerate.notebook_launcher(num_processes=1)`), as notebook 05 does on a CPU.
@@ -13,13 +14,21 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("torch_xla")
 pytest.importorskip("accelerate")
 
+from benchmarks.bench_accelerate_loop import NOTEBOOK, notebook_training_function  # noqa: E402
 from tpu_helpers.banking77 import dataset, launch  # noqa: E402
 from tpu_helpers.banking77.evaluation import weighted_f1  # noqa: E402
-from tpu_helpers.banking77.train import TrainConfig, TrainingError, TrainReport, training_function  # noqa: E402
+from tpu_helpers.banking77.train import (  # noqa: E402
+    TrainConfig,
+    TrainingError,
+    TrainReport,
+    make_loaders,
+    scaled_learning_rate,
+)
 from tpu_helpers.core.runtime import Runtime  # noqa: E402
 from tpu_helpers.shared.boundaries import choose_boundaries  # noqa: E402
 
 CPU_PLAN = launch.plan_launch(Runtime("cpu", "local"), env={}, ipython=None)
+training_function = notebook_training_function()
 
 
 def reset_accelerate():
@@ -146,19 +155,41 @@ def test_a_second_in_process_launch_works_with_fixed_length_padding_and_an_outsi
     assert again.tokens_per_real_token > 1.0
 
 
-def test_bad_padding_settings_are_clear_errors(tiny):
+def test_bad_settings_are_clear_errors(tiny):
     _, tok, enc, _ = tiny
     with pytest.raises(TrainingError, match="choose one of buckets, max_length"):
-        training_function(None, enc["train"], enc["test"], TrainConfig(padding="longest"))
+        TrainConfig(padding="longest")
+    with pytest.raises(TrainingError, match="at least 1 epoch"):
+        TrainConfig(epochs=0)
     with pytest.raises(TrainingError, match="needs the tokenizer"):
-        from tpu_helpers.banking77.train import make_loaders
         make_loaders(enc["train"], enc["test"], TrainConfig(padding="buckets"), None)
 
 
 def test_too_small_training_set_is_a_clear_error(tiny):
     _, _, enc, _ = tiny
     with pytest.raises(TrainingError, match="smaller than one batch"):
-        training_function(None, enc["test"].select(range(10)), enc["test"], TrainConfig(batch_size=32))
+        make_loaders(enc["test"].select(range(10)), enc["test"], TrainConfig(batch_size=32))
+
+
+def test_linear_scaling_rule_scales_the_learning_rate_with_the_global_batch():
+    assert scaled_learning_rate(3e-4, 256, 32) == pytest.approx(3.75e-5)  # the seed's lr on a v5e-1
+    assert scaled_learning_rate(3e-4, 256, 256) == pytest.approx(3e-4)  # a v5e-8 (or the seed's v3-8): unchanged
+    assert scaled_learning_rate(2e-3, 32, 64) == pytest.approx(4e-3)
+    for bad in [(0.0, 256, 32), (3e-4, 0, 32), (3e-4, 256, 0)]:
+        with pytest.raises(TrainingError, match="cannot scale"):
+            scaled_learning_rate(*bad)
+
+
+def test_the_notebook_shows_the_training_function_and_the_launcher_call_in_cells_of_their_own():
+    import nbformat
+
+    cells = [c.source for c in nbformat.read(NOTEBOOK, as_version=4).cells if c.cell_type == "code"]
+    fn = next(c for c in cells if "def training_function(" in c)
+    assert "Accelerator(" in fn and "accelerator.prepare(" in fn and "accelerator.gather(" in fn
+    assert "gather_for_metrics(" not in fn  # it loses rows on XLA (tests/torch/banking77/test_evaluation.py)
+    assert len(fn.splitlines()) <= 50, "the training function stays short enough to read in the notebook"
+    launch_cell = next(c for c in cells if "notebook_launcher(training_function" in c)
+    assert "torch_xla.launch(" in launch_cell and launch_cell != fn
 
 
 def test_weighted_f1_is_sklearns_and_refuses_unequal_lengths():
@@ -166,3 +197,19 @@ def test_weighted_f1_is_sklearns_and_refuses_unequal_lengths():
     assert weighted_f1([], []) == 0.0
     with pytest.raises(TrainingError):
         weighted_f1([1, 2], [1])
+
+
+def test_the_estimate_after_epoch_one_uses_its_steady_second_half():
+    from types import SimpleNamespace
+
+    from accelerate.utils import DistributedType
+
+    from tpu_helpers.banking77.train import RunLog
+
+    acc = SimpleNamespace(num_processes=1, is_main_process=True, distributed_type=DistributedType.NO)
+    log = RunLog(acc, TrainConfig(epochs=3), loaders=None, steps_per_epoch=10)
+    log.epoch, log._train_seconds = 1, 30.0
+    # ten steps: four slow ones while shapes compile (5 s each), then 0.1 s each
+    log._step_times = [0.0, 5, 10, 15, 20, 20.1, 20.2, 20.3, 20.4, 20.5, 20.6]
+    text = log.estimate()
+    assert "median step of its second half 100 ms" in text and "about 2 s" in text  # 0.1 s x 10 steps x 2 epochs
