@@ -10,7 +10,7 @@ client that is really running (``PJRT_DEVICE=CPU``) instead of the TPU's PCI bus
 ``is_available``, ``auto_device_count`` and the device parsing (one device: several XLA:CPU processes abort on a
 small machine). Everything else is Lightning's TPU path unchanged: the connector picks
 ``SingleDeviceXLAStrategy`` and ``XLAPrecision`` for it (``xm.mark_step()`` after every optimizer step,
-``XLACheckpointIO``), and the data loaders go through the strategy's ``MpDeviceLoader``... as on a TPU.
+``XLACheckpointIO``), exactly as for ``accelerator="tpu", devices=1`` on a TPU.
 
     trainer = L.Trainer(accelerator=lightning_accelerator(), devices=1)   # "tpu" on a TPU, this class elsewhere
 """

@@ -37,6 +37,20 @@ def test_healthy_run_has_nothing_to_report_and_epochs_are_counted(xla, data, bag
     assert d.report(from_epoch=2, skip_steps=1).problems == []
 
 
+def test_logging_the_loss_is_what_compiles_at_an_epochs_first_step(xla, data, bag_of_words):
+    """Notebook 07's claim: Lightning's epoch-end reduction of a logged loss is traced into the next epoch's first
+    step (a graph per first-batch shape); a module that logs nothing compiles nothing after epoch 1. (The
+    vocabulary sizes differ from the other tests' so that these graphs are new in this process.)"""
+    from tpu_helpers.trainers.recorder import SlowRunDetective
+
+    silent, logged = SlowRunDetective(), SlowRunDetective()
+    fit(bag_of_words(len(data[0]) + 1, 77, log_loss=False), loader(data), silent, max_epochs=3, limit_train_batches=4)
+    fit(bag_of_words(len(data[0]) + 2, 77), loader(data), logged, max_epochs=3, limit_train_batches=4)
+    assert [e["compilations"] for e in silent.epochs[1:]] == [0, 0]
+    late = [s.index for s in logged.steps[4:] if s.compilations]
+    assert late and set(late) <= {4, 8}, [s.compilations for s in logged.steps]
+
+
 def test_item_every_step_is_named_a_host_sync(xla, data, bag_of_words):
     from tpu_helpers.trainers.recorder import SlowRunDetective
 
