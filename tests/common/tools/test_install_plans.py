@@ -164,3 +164,16 @@ def test_the_installed_package_is_the_wheel_and_knows_the_pins():
 
     assert ROOT not in Path(tpu_helpers.__file__).resolve().parents, "tests must import the installed wheel"
     assert versions.course_pins() == {k: v for k, v in install_plan.read_pins().items()}
+
+
+def test_lightning_comes_with_the_pytorch_xla_plans_only_and_no_cloud_tpu_client():
+    """Notebook 07: the torch plans install the pinned lightning (on a TPU beside torch_xla[tpu]); the TF ones and
+    the TF VM environment never (lightning requires torch); the guide's obsolete cloud-tpu-client nowhere."""
+    pins = install_plan.read_pins()
+    for acc in install_plan.ACCELERATORS:
+        torch_plan = [a for c in install_plan.hosted_plan("torch", acc, "o/r", pins, "0.0.0") for a in c]
+        tf_plan = [a for c in install_plan.hosted_plan("tf", acc, "o/r", pins, "0.0.0") for a in c]
+        assert f"lightning=={pins['lightning']}" in torch_plan and not any("lightning" in a for a in tf_plan)
+        assert not any("cloud-tpu-client" in a for a in torch_plan + tf_plan)
+    assert not any(ln.startswith("lightning") for ln in install_plan.vm_requirements("tf"))
+    assert f"lightning=={pins['lightning']}" in install_plan.vm_requirements("torch")

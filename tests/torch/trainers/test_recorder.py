@@ -1,0 +1,95 @@
+"""The slow-run detective as a Lightning Callback and as a Hugging Face TrainerCallback, on PyTorch/XLA's CPU
+device: it names a planted pitfall and finds nothing in a healthy run."""
+import pytest
+
+pytest.importorskip("torch_xla")
+L = pytest.importorskip("lightning.pytorch")
+
+
+def fit(module, loader, callback, **kw):
+    from tpu_helpers.trainers.xla_cpu import XLACPUAccelerator
+
+    L.Trainer(accelerator=XLACPUAccelerator(), devices=1, callbacks=[callback], logger=False,
+              enable_checkpointing=False, enable_model_summary=False, enable_progress_bar=False, **kw).fit(
+        module, loader)
+
+
+def loader(data, batch_size=16, padding="max_length"):
+    from torch.utils.data import DataLoader
+    from transformers import DataCollatorWithPadding
+
+    tok, train = data
+    collate = DataCollatorWithPadding(tok, padding=padding, max_length=32 if padding == "max_length" else None)
+    return DataLoader(train, batch_size=batch_size, shuffle=True, drop_last=True, collate_fn=collate)
+
+
+def test_healthy_run_has_nothing_to_report_and_epochs_are_counted(xla, data, bag_of_words):
+    from tpu_helpers.trainers.recorder import SlowRunDetective
+
+    d = SlowRunDetective()
+    fit(bag_of_words(len(data[0]), 77), loader(data), d, max_epochs=2, limit_train_batches=6)
+    assert len(d.steps) == 12 and d.epoch_of_step == [1] * 6 + [2] * 6
+    assert [e["epoch"] for e in d.epochs] == [1, 2]
+    assert d.epochs[0]["shapes"] == [(16, 32)] and d.epochs[1]["compilations"] <= 1  # (graphs cached across tests)
+    assert all(e["scalar_reads"] == 0 and not e["fallbacks"] for e in d.epochs)
+    # the only late graph: Lightning's epoch-end reduction of the logged loss, traced into epoch 2's first step
+    assert [s.index for s in d.steps[2:] if s.compilations] in ([], [6]), [s.compilations for s in d.steps]
+    assert d.report(from_epoch=2, skip_steps=1).problems == []
+
+
+def test_logging_the_loss_is_what_compiles_at_an_epochs_first_step(xla, data, bag_of_words):
+    """Notebook 07's claim: Lightning's epoch-end reduction of a logged loss is traced into the next epoch's first
+    step (a graph per first-batch shape); a module that logs nothing compiles nothing after epoch 1. (The
+    vocabulary sizes differ from the other tests' so that these graphs are new in this process.)"""
+    from tpu_helpers.trainers.recorder import SlowRunDetective
+
+    silent, logged = SlowRunDetective(), SlowRunDetective()
+    fit(bag_of_words(len(data[0]) + 1, 77, log_loss=False), loader(data), silent, max_epochs=3, limit_train_batches=4)
+    fit(bag_of_words(len(data[0]) + 2, 77), loader(data), logged, max_epochs=3, limit_train_batches=4)
+    assert [e["compilations"] for e in silent.epochs[1:]] == [0, 0]
+    late = [s.index for s in logged.steps[4:] if s.compilations]
+    assert late and set(late) <= {4, 8}, [s.compilations for s in logged.steps]
+
+
+def test_item_every_step_is_named_a_host_sync(xla, data, bag_of_words):
+    from tpu_helpers.trainers.recorder import SlowRunDetective
+
+    d = SlowRunDetective()
+    fit(bag_of_words(len(data[0]), 77, read_loss_every_step=True), loader(data), d, max_steps=6)
+    assert "host_sync" in d.report(skip_steps=2)
+
+
+def test_dynamic_padding_and_small_batches_are_named(xla, data, bag_of_words):
+    from tpu_helpers.trainers.recorder import SlowRunDetective
+
+    d = SlowRunDetective()
+    fit(bag_of_words(len(data[0]), 77), loader(data, padding="longest"), d, max_steps=8)
+    assert "recompilation" in d.report(skip_steps=2)
+    small = SlowRunDetective()
+    fit(bag_of_words(len(data[0]), 77), loader(data, batch_size=4), small, max_steps=5)
+    assert small.report(skip_steps=2).kinds == ["small_batch"]
+
+
+def test_nothing_left_after_the_warm_up_is_a_clear_error():
+    from tpu_helpers.trainers.recorder import diagnose_after
+    from tpu_helpers.xla_debug.diagnose import StepRecorder
+
+    with pytest.raises(ValueError, match="train longer or skip less"):
+        diagnose_after(StepRecorder(), [], skip_steps=2)
+
+
+def test_hf_step_detective_records_one_step_per_optimizer_step(xla, data, tmp_path):
+    from transformers import DataCollatorWithPadding, Trainer, TrainingArguments
+
+    from tpu_helpers.trainers.checks import _tiny_classifier
+    from tpu_helpers.trainers.recorder import HFStepDetective
+
+    tok, train = data
+    d = HFStepDetective()
+    args = TrainingArguments(output_dir=str(tmp_path), per_device_train_batch_size=16, max_steps=10,
+                             optim="adamw_torch", dataloader_drop_last=True, report_to="none", save_strategy="no")
+    Trainer(model=_tiny_classifier(len(tok), 77), args=args, train_dataset=train, callbacks=[d],
+            data_collator=DataCollatorWithPadding(tok, padding="max_length", max_length=32)).train()
+    assert len(d.steps) == 10
+    assert sum(s.compilations for s in d.steps[2:]) == 0
+    assert d.report(skip_steps=2).problems == []  # (the Trainer reads its summed loss once, at the end)

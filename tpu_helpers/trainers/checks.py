@@ -1,0 +1,153 @@
+"""Self-checks for notebook 07's exercises (Lightning and the Hugging Face Trainer on XLA).
+
+* `check_training_step`: the learner's ``training_step`` trains the notebook's small LightningModule for a few steps
+  under `tpu_helpers.trainers.recorder.SlowRunDetective`: no host read in any step, ``train_loss`` logged as the
+  epoch's mean loss, the weights moved.
+* `check_static_trainer_setup`: the learner's ``(TrainingArguments, collator)`` give the Hugging Face ``Trainer``
+  one batch shape on variable-length queries, train on the XLA device, and compile nothing after the first steps.
+
+Both train on PyTorch/XLA's device (a TPU, or XLA's CPU device) under a forked torch RNG, so running a check does
+not change what the notebook's other cells draw.
+"""
+from __future__ import annotations
+
+import tempfile
+from typing import Any, Callable
+
+from tpu_helpers.core.exercises import answer_for, call_answer, run_check
+
+__all__ = ["check_training_step", "check_static_trainer_setup", "answer"]
+
+answer = answer_for(__package__)  # the notebook's answers, or this package's solutions.py when solutions are on
+
+
+def check_training_step(training_step: Callable, module_class: type, dataset: Any, collator: Callable, *,
+                        vocab_size: int, num_labels: int, accelerator: Any, steps: int = 8, batch_size: int = 16):
+    """Fit ``module_class(vocab_size, num_labels)`` with ``training_step`` as its method for ``steps`` steps (one
+    epoch) on ``dataset`` padded by ``collator``; the detective judges the steps after 2 warm-up steps."""
+
+    def body() -> str:
+        import lightning.pytorch as L
+        import torch
+        from lightning.pytorch.callbacks import Callback
+        from torch.utils.data import DataLoader
+
+        from tpu_helpers.trainers.recorder import SlowRunDetective
+
+        if not callable(training_step):
+            raise AssertionError(f"training_step must be a function (self, batch, batch_idx), got {training_step!r}")
+
+        class Losses(Callback):
+            def __init__(self):
+                self.losses = []
+
+            def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+                loss = outputs["loss"] if isinstance(outputs, dict) else outputs
+                self.losses.append(loss.detach())
+
+        answer_class = type("AnswerModule", (module_class,), {"training_step": training_step})
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(1207)
+            module = answer_class(vocab_size, num_labels)
+            before = [p.detach().clone() for p in module.parameters()]
+            loader = DataLoader(dataset, batch_size=batch_size, shuffle=True, drop_last=True, collate_fn=collator)
+            detective, losses = SlowRunDetective(), Losses()
+            trainer = L.Trainer(accelerator=accelerator, devices=1, max_epochs=1, limit_train_batches=steps,
+                                callbacks=[detective, losses], logger=False, enable_checkpointing=False,
+                                enable_model_summary=False, enable_progress_bar=False)
+            call_answer(trainer.fit, module, loader, what="trainer.fit(...) with your training_step")
+        assert len(losses.losses) == steps, (
+            f"{len(losses.losses)} of {steps} steps returned a loss: return the loss tensor from training_step")
+        report = detective.report(skip_steps=2)
+        if "host_sync" in report:
+            reads = sum(s.scalar_reads for s in detective.steps)
+            raise AssertionError(
+                f"your step reads a value on the host: {reads} scalar read(s) in {len(detective.steps)} steps. "
+                "`.item()`, `float(loss)` or `print(loss)` make the host wait for the device; pass the tensor "
+                "itself to self.log and let Lightning reduce it")
+        metrics = trainer.callback_metrics
+        key = "train_loss" if "train_loss" in metrics else "train_loss_epoch"
+        assert key in metrics, (f"nothing was logged as 'train_loss' (logged: {sorted(metrics) or 'nothing'}): "
+                                "self.log('train_loss', loss, ...)")
+        mean = torch.stack([x.reshape(()) for x in losses.losses]).cpu().mean()  # read once, after training
+        logged = torch.as_tensor(metrics[key]).detach().cpu().float()
+        assert torch.allclose(logged, mean, rtol=1e-3, atol=1e-4), (
+            f"train_loss is {float(logged):.4f} but the epoch's mean loss is {float(mean):.4f}: log it with "
+            "on_epoch=True (on_step=False), so Lightning averages it over the epoch on the device")
+        after = [p.detach().cpu() for p in module.parameters()]
+        assert any(not torch.equal(a, b) for a, b in zip(before, after)), (
+            "the weights did not move: return the loss so that Lightning calls backward() and the optimizer")
+        return (f"{steps} steps, no host read after the warm-up ({report.summary}); train_loss {float(logged):.4f} "
+                "= the epoch's mean loss")
+
+    return run_check(body)
+
+
+def _tiny_classifier(vocab_size: int, num_labels: int):
+    """A bag-of-embeddings classifier with transformers' calling convention (a dict with loss and logits)."""
+    import torch
+
+    class TinyClassifier(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = torch.nn.Embedding(vocab_size, 16)
+            self.head = torch.nn.Linear(16, num_labels)
+
+        def forward(self, input_ids, attention_mask, labels=None, token_type_ids=None):
+            mask = attention_mask.unsqueeze(-1).float()
+            logits = self.head((self.embed(input_ids) * mask).sum(1) / mask.sum(1).clamp(min=1))
+            out = {"logits": logits}
+            if labels is not None:
+                out["loss"] = torch.nn.functional.cross_entropy(logits, labels)
+            return out
+
+    return TinyClassifier()
+
+
+def check_static_trainer_setup(setup: Callable, tokenizer: Any, dataset: Any, *, max_length: int, batch_size: int,
+                               num_labels: int, steps: int = 6):
+    """``args, collator = setup(tokenizer, max_length, batch_size, output_dir)``; a ``Trainer`` with them on
+    ``dataset`` (variable-length queries) must give one batch shape, train ``steps`` steps on the XLA device, and
+    compile nothing after its first 2 steps."""
+
+    def body() -> str:
+        import torch
+        from transformers import Trainer
+
+        from tpu_helpers.trainers.recorder import HFStepDetective
+
+        with tempfile.TemporaryDirectory(prefix="tpu-course-07-check-") as out:
+            got = call_answer(setup, tokenizer, max_length, batch_size, out,
+                              what="static_trainer_setup(tokenizer, max_length, batch_size, output_dir)")
+            assert isinstance(got, tuple) and len(got) == 2, (
+                f"return a pair (TrainingArguments, collator), got {type(got).__name__}")
+            args, collator = got
+            assert args.device.type == "xla", f"the TrainingArguments picked {args.device}, not the XLA device"
+            assert args.per_device_train_batch_size == batch_size, (
+                f"per_device_train_batch_size is {args.per_device_train_batch_size}, not {batch_size}")
+            optim = str(getattr(args.optim, "value", args.optim))
+            assert "fused" not in optim, (
+                f"optim={optim!r}: the fused AdamW has no XLA kernel (the first step fails with '`fused=True` "
+                "requires ... supported devices'); pass optim='adamw_torch'")
+            args.max_steps, args.save_strategy, args.report_to = steps, "no", []
+            with torch.random.fork_rng(devices=[]):
+                torch.manual_seed(1207)
+                model = _tiny_classifier(len(tokenizer), num_labels)
+                detective = HFStepDetective()
+                trainer = Trainer(model=model, args=args, train_dataset=dataset, data_collator=collator,
+                                  callbacks=[detective])
+                shapes = sorted({tuple(b["input_ids"].shape) for b in trainer.get_train_dataloader()})
+                assert len(shapes) == 1, (
+                    f"the Trainer's loader gives {len(shapes)} input shapes ({', '.join(map(str, shapes[:6]))}"
+                    f"{', ...' if len(shapes) > 6 else ''}): each one is a compilation. "
+                    + ("Pad every batch to max_length (DataCollatorWithPadding(tokenizer, padding='max_length', "
+                       "max_length=max_length))" if len({s[1] for s in shapes}) > 1 else
+                       "Drop the last, shorter batch (dataloader_drop_last=True)"))
+                call_answer(trainer.train, what="Trainer(...).train() with your arguments")
+        per_step = [s.compilations for s in detective.steps]
+        late = sum(per_step[2:])
+        assert late == 0, f"{late} graph(s) compiled after the first 2 steps (per step: {per_step})"
+        return (f"one batch shape {shapes[0]}; {sum(per_step)} graph(s) compiled, all in the first 2 of "
+                f"{len(per_step)} steps, on {args.device}")
+
+    return run_check(body)

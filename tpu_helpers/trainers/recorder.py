@@ -1,0 +1,122 @@
+"""The slow-run detective of notebook 06 as a Lightning ``Callback``: it records every training step and epoch.
+
+    detective = SlowRunDetective()
+    trainer = L.Trainer(accelerator=..., devices=1, callbacks=[detective])
+    trainer.fit(module, train_loader)
+    print(detective.report(skip_steps=2))  # diagnose_slow_run (tpu_helpers.xla_debug.diagnose) after a warm-up
+    detective.epochs[1]["compilations"]    # torch_xla's counters, per epoch
+
+`HFStepDetective` does the same for the Hugging Face ``Trainer`` (a ``TrainerCallback``; it sees no batch, so it
+records no shapes).
+
+A callback sees what a hand-written loop sees: ``on_train_batch_start`` is the step boundary (the batch's shapes
+are noted there), and torch_xla's counters (`tpu_helpers.xla_torch.counters`) say what happened in between. It
+reads the counters without waiting for the device, except at the end of each epoch, so recording does not
+change how host and device overlap.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from lightning.pytorch.callbacks import Callback
+from transformers import TrainerCallback
+
+from tpu_helpers.xla_debug.diagnose import SlowRunReport, StepRecorder, diagnose_slow_run, shape_signature
+from tpu_helpers.xla_torch.counters import XlaSnapshot, snapshot
+
+__all__ = ["SlowRunDetective", "HFStepDetective", "diagnose_after"]
+
+
+def _epoch_delta(a: XlaSnapshot, b: XlaSnapshot) -> dict[str, Any]:
+    return {
+        "compilations": b.counter("UncachedCompile") - a.counter("UncachedCompile"),
+        "executions": b.counter("ExecuteComputation") - a.counter("ExecuteComputation"),
+        "scalar_reads": b.counter("aten::_local_scalar_dense") - a.counter("aten::_local_scalar_dense"),
+        "syncs": b.metric("TransferFromDeviceTime")[0] - a.metric("TransferFromDeviceTime")[0],
+        "fallbacks": {k: v - a.counter(k) for k, v in b.counters.items()
+                      if k.startswith("aten::") and k != "aten::_local_scalar_dense" and v > a.counter(k)},
+        "compile_seconds": (b.metric("CompileTime")[1] - a.metric("CompileTime")[1]) / 1e9,
+    }
+
+
+def diagnose_after(recorder: StepRecorder, epoch_of_step: list[int], *, skip_steps: int = 0, from_epoch: int = 1,
+                   **thresholds: Any) -> SlowRunReport:
+    """`diagnose_slow_run` on the steps of epochs >= ``from_epoch``, after their first ``skip_steps`` (the warm-up:
+    compiling there is expected, and compile time there says nothing about the steady speed)."""
+    steps = [s for s, e in zip(recorder.steps, epoch_of_step) if e >= from_epoch][skip_steps:]
+    if not steps:
+        raise ValueError(f"no recorded step after skipping {skip_steps} step(s) from epoch {from_epoch} "
+                         f"({len(recorder.steps)} recorded): train longer or skip less")
+    return diagnose_slow_run(steps, warmup_steps=0, **thresholds)
+
+
+class SlowRunDetective(Callback):
+    """Records each training step (`StepRecorder`) and each epoch's XLA counters; `report()` diagnoses the run.
+
+    ``thresholds`` go to `diagnose_slow_run` (e.g. ``min_batch_per_device``).
+    """
+
+    def __init__(self, **thresholds: Any) -> None:
+        self.thresholds = thresholds
+        self.recorder = StepRecorder()
+        self.epochs: list[dict[str, Any]] = []
+        self.epoch_of_step: list[int] = []
+        self._epoch_start: XlaSnapshot | None = None
+        self._shapes: set = set()
+
+    @property
+    def steps(self):
+        return self.recorder.steps
+
+    def on_train_start(self, trainer, pl_module) -> None:
+        self.recorder.__enter__()
+        self.epochs, self.epoch_of_step = [], []
+
+    def on_train_epoch_start(self, trainer, pl_module) -> None:
+        self._epoch_start = snapshot()
+        self._shapes = set()
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
+        self.recorder.step(batch)
+        self.epoch_of_step.append(len(self.epochs) + 1)
+        self._shapes.add(tuple(sorted(shape_signature(batch).items())))
+
+    def on_train_epoch_end(self, trainer, pl_module) -> None:
+        stats = _epoch_delta(self._epoch_start, snapshot())
+        stats["epoch"] = len(self.epochs) + 1
+        stats["shapes"] = sorted({dict(s).get("input_ids") for s in self._shapes} - {None})
+        self.epochs.append(stats)
+
+    def on_train_end(self, trainer, pl_module) -> None:
+        self.recorder.__exit__(None, None, None)
+
+    def report(self, *, skip_steps: int = 2, from_epoch: int = 1) -> SlowRunReport:
+        """The problems that slow this run down, most costly first, each with its evidence and fix: the steps of
+        epochs >= ``from_epoch`` after their first ``skip_steps`` (`diagnose_after`)."""
+        return diagnose_after(self.recorder, self.epoch_of_step, skip_steps=skip_steps, from_epoch=from_epoch,
+                              **self.thresholds)
+
+
+class HFStepDetective(TrainerCallback):
+    """The detective for the Hugging Face ``Trainer``: one recorded step per optimizer step (``on_step_begin``)."""
+
+    def __init__(self, **thresholds: Any) -> None:
+        self.thresholds = thresholds
+        self.recorder = StepRecorder()
+
+    @property
+    def steps(self):
+        return self.recorder.steps
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        self.recorder.__enter__()
+
+    def on_step_begin(self, args, state, control, **kwargs):
+        self.recorder.step()
+
+    def on_train_end(self, args, state, control, **kwargs):
+        self.recorder.__exit__(None, None, None)
+
+    def report(self, *, skip_steps: int = 2) -> SlowRunReport:
+        return diagnose_after(self.recorder, [1] * len(self.recorder.steps), skip_steps=skip_steps,
+                              **self.thresholds)

@@ -1,0 +1,82 @@
+"""Lightning's XLA accelerator on PyTorch/XLA's CPU device, so a machine without a TPU runs the TPU code path.
+
+On a TPU, ``Trainer(accelerator="tpu", devices=...)`` is all a learner writes. Off a TPU, Lightning 2.6 refuses it
+twice over: ``XLAAccelerator.is_available()`` counts TPU *chips* (``MisconfigurationException: XLAAccelerator can
+not run on your system``), and its device parsing (``_check_tpu_devices_valid`` -> ``auto_device_count`` ->
+``torch_xla._internal.tpu.num_available_devices``) asks the GCE metadata server for ``tpu-env``, which fails offline.
+
+`XLACPUAccelerator` is Lightning's own ``XLAAccelerator`` with exactly those three answers taken from the PJRT
+client that is really running (``PJRT_DEVICE=CPU``) instead of the TPU's PCI bus and metadata server:
+``is_available``, ``auto_device_count`` and the device parsing (one device: several XLA:CPU processes abort on a
+small machine). Everything else is Lightning's TPU path unchanged: the connector picks
+``SingleDeviceXLAStrategy`` and ``XLAPrecision`` for it (``xm.mark_step()`` after every optimizer step,
+``XLACheckpointIO``), exactly as for ``accelerator="tpu", devices=1`` on a TPU.
+
+    trainer = L.Trainer(accelerator=lightning_accelerator(), devices=1)   # "tpu" on a TPU, this class elsewhere
+"""
+from __future__ import annotations
+
+from typing import Union
+
+import torch
+from lightning.fabric.accelerators.xla import _parse_tpu_devices_str
+from lightning.fabric.utilities.device_parser import _check_data_type
+from lightning.pytorch.accelerators import XLAAccelerator
+
+__all__ = ["XLACPUAccelerator", "lightning_accelerator", "CPU_NOTE"]
+
+CPU_NOTE = ("no TPU here: Lightning's XLAAccelerator runs on PyTorch/XLA's CPU device through "
+            "tpu_helpers.trainers.xla_cpu.XLACPUAccelerator (it answers 'is a device there, how many' from PJRT's "
+            "CPU client instead of the TPU's PCI bus and metadata server; the rest is Lightning's TPU path)")
+
+
+def _pjrt_cpu() -> bool:
+    import torch_xla.runtime as xr
+
+    return xr.device_type() == "CPU"
+
+
+class XLACPUAccelerator(XLAAccelerator):
+    """Lightning's ``XLAAccelerator`` on PJRT's CPU device (``PJRT_DEVICE=CPU``): one device, ``xla:0``."""
+
+    def __init__(self) -> None:
+        if not _pjrt_cpu():
+            raise RuntimeError("XLACPUAccelerator is for PyTorch/XLA's CPU device (PJRT_DEVICE=CPU, set before "
+                               "torch_xla is imported). On a TPU write Trainer(accelerator='tpu').")
+        super().__init__()
+
+    @staticmethod
+    def is_available() -> bool:  # Lightning's asks for TPU chips on the PCI bus
+        return _pjrt_cpu()
+
+    @staticmethod
+    def auto_device_count() -> int:  # Lightning's asks the GCE metadata server (tpu-env)
+        return 1  # the course runs one XLA:CPU device: several XLA:CPU processes abort on small machines
+
+    @staticmethod
+    def parse_devices(devices: Union[int, str, list[int]]) -> Union[int, list[int]]:
+        """Lightning's TPU rule (1, the device count, or [index]) checked against this machine's one device;
+        Lightning's own checks against ``XLAAccelerator.auto_device_count()``, the metadata server."""
+        _check_data_type(devices)
+        if isinstance(devices, str):
+            devices = _parse_tpu_devices_str(devices)
+        if devices == 1 or (isinstance(devices, (list, tuple)) and list(devices) == [0]):
+            return devices
+        raise ValueError(f"devices={devices!r}: on PyTorch/XLA's CPU device the course runs one device "
+                         "(devices=1, [0] or 'auto'). devices=8 needs a TPU with 8 devices (a v5e-8, a v3-8), where "
+                         "Lightning's XLAStrategy starts one process per device.")
+
+    @staticmethod
+    def get_parallel_devices(devices: Union[int, list[int]]) -> list[torch.device]:
+        XLACPUAccelerator.parse_devices(devices)
+        return [torch.device("xla", 0)]
+
+
+def lightning_accelerator(is_tpu: bool | None = None) -> Union[str, XLACPUAccelerator]:
+    """What to pass as ``Trainer(accelerator=...)``: ``"tpu"`` on a TPU, else an `XLACPUAccelerator` (PyTorch/XLA's
+    CPU device). ``is_tpu=None`` asks PJRT which device it runs."""
+    if is_tpu is None:
+        import torch_xla.runtime as xr
+
+        is_tpu = xr.device_type() == "TPU"
+    return "tpu" if is_tpu else XLACPUAccelerator()
