@@ -22,7 +22,7 @@ from lightning.pytorch.callbacks import Callback
 from transformers import TrainerCallback
 
 from tpu_helpers.xla_debug.diagnose import SlowRunReport, StepRecorder, diagnose_slow_run, shape_signature
-from tpu_helpers.xla_torch.counters import XlaSnapshot, snapshot
+from tpu_helpers.xla_torch.counters import SCALAR_READ, XlaSnapshot, fallbacks_between, snapshot
 
 __all__ = ["SlowRunDetective", "HFStepDetective", "diagnose_after"]
 
@@ -31,10 +31,9 @@ def _epoch_delta(a: XlaSnapshot, b: XlaSnapshot) -> dict[str, Any]:
     return {
         "compilations": b.counter("UncachedCompile") - a.counter("UncachedCompile"),
         "executions": b.counter("ExecuteComputation") - a.counter("ExecuteComputation"),
-        "scalar_reads": b.counter("aten::_local_scalar_dense") - a.counter("aten::_local_scalar_dense"),
+        "scalar_reads": b.counter(SCALAR_READ) - a.counter(SCALAR_READ),
         "syncs": b.metric("TransferFromDeviceTime")[0] - a.metric("TransferFromDeviceTime")[0],
-        "fallbacks": {k: v - a.counter(k) for k, v in b.counters.items()
-                      if k.startswith("aten::") and k != "aten::_local_scalar_dense" and v > a.counter(k)},
+        "fallbacks": fallbacks_between(a, b),
         "compile_seconds": (b.metric("CompileTime")[1] - a.metric("CompileTime")[1]) / 1e9,
     }
 

@@ -34,13 +34,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from tpu_helpers.xla_torch.counters import XlaSnapshot, snapshot
+from tpu_helpers.xla_torch.counters import SCALAR_READ, XlaSnapshot, fallbacks_between, snapshot
 
 __all__ = ["StepStats", "StepRecorder", "Problem", "SlowRunReport", "diagnose_slow_run", "shape_signature",
            "PROBLEM_KINDS", "run_in_fresh_process"]
 
 PROBLEM_KINDS = ("cpu_fallback", "recompilation", "host_sync", "compile_time", "small_batch")
-_SCALAR_READ = "aten::_local_scalar_dense"
+_SCALAR_READ = SCALAR_READ
 
 
 def shape_signature(batch: Any) -> dict[str, tuple[int, ...]]:
@@ -85,8 +85,7 @@ class StepStats:
 
 
 def _delta(a: XlaSnapshot, b: XlaSnapshot, index: int, shapes: dict, wall: float) -> StepStats:
-    fallbacks = {k: v - a.counter(k) for k, v in b.counters.items()
-                 if k.startswith("aten::") and k != _SCALAR_READ and v > a.counter(k)}
+    fallbacks = fallbacks_between(a, b)
     return StepStats(
         index=index, shapes=shapes,
         compilations=b.counter("UncachedCompile") - a.counter("UncachedCompile"),

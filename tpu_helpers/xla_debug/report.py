@@ -10,17 +10,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-__all__ = ["MetricsReport", "parse_metrics_report", "LESSON_ENTRIES"]
+from tpu_helpers.xla_torch.counters import is_fallback
 
-# What notebook 06 reads in the report, and what each one says
-LESSON_ENTRIES = {
-    "CompileTime": "metric: one sample per XLA compilation, the time it took",
-    "ExecuteTime": "metric: one sample per graph run on the device",
-    "UncachedCompile": "counter: graphs XLA had to compile (new graph or new shapes)",
-    "CachedCompile": "counter: graphs found in the compile cache (no compilation)",
-    "TransferFromDeviceTime": "metric: device-to-host copies (.item(), print(tensor), if tensor:)",
-    "aten::*": "counters: ops with no XLA lowering that ran on the CPU (fallbacks)",
-}
+__all__ = ["MetricsReport", "parse_metrics_report"]
+
 _HEADER = re.compile(r"^(Metric|Counter): (\S+)\s*$")
 _FIELD = re.compile(r"^\s+(\w+): (.*?)\s*$")
 
@@ -42,8 +35,9 @@ class MetricsReport:
 
     @property
     def fallbacks(self) -> dict[str, int]:
-        """The ``aten::`` counters: ops that ran on the CPU instead of XLA, with how many times."""
-        return {k: v for k, v in self.counters.items() if k.startswith("aten::")}
+        """The ``aten::`` counters of ops that ran on the CPU instead of XLA, with how many times (not the
+        scalar-read counter: `tpu_helpers.xla_torch.counters.is_fallback`, the course's one rule)."""
+        return {k: v for k, v in self.counters.items() if is_fallback(k)}
 
 
 def parse_metrics_report(text: str) -> MetricsReport:

@@ -21,7 +21,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["XlaSnapshot", "XlaCounters", "snapshot"]
+__all__ = ["XlaSnapshot", "XlaCounters", "snapshot", "SCALAR_READ", "is_fallback", "fallbacks_between"]
+
+SCALAR_READ = "aten::_local_scalar_dense"  # .item(), float(t), bool(t): a host read, not an op on the CPU
+
+
+def is_fallback(name: str) -> bool:
+    """An ``aten::`` counter of an op with no XLA lowering that ran on the CPU (the one rule for "fallback":
+    the scalar-read counter is an ``aten::`` name too, but it counts host reads)."""
+    return name.startswith("aten::") and name != SCALAR_READ
 
 
 @dataclass(frozen=True)
@@ -34,6 +42,11 @@ class XlaSnapshot:
 
     def metric(self, name: str) -> tuple[int, float]:
         return self.metrics.get(name, (0, 0.0))
+
+
+def fallbacks_between(a: XlaSnapshot, b: XlaSnapshot) -> dict[str, int]:
+    """The fallback ops that ran between two snapshots, with how many times."""
+    return {k: v - a.counter(k) for k, v in b.counters.items() if is_fallback(k) and v > a.counter(k)}
 
 
 def snapshot(wait: bool = True) -> XlaSnapshot:
@@ -88,9 +101,8 @@ class XlaCounters:
         self.cache_hits = b.counter("CachedCompile") - a.counter("CachedCompile")
         self.executions = b.counter("ExecuteComputation") - a.counter("ExecuteComputation")
         self.syncs = b.metric("TransferFromDeviceTime")[0] - a.metric("TransferFromDeviceTime")[0]
-        self.scalar_reads = b.counter("aten::_local_scalar_dense") - a.counter("aten::_local_scalar_dense")
-        self.fallbacks = {k: v - a.counter(k) for k, v in b.counters.items()
-                          if k.startswith("aten::") and k != "aten::_local_scalar_dense" and v > a.counter(k)}
+        self.scalar_reads = b.counter(SCALAR_READ) - a.counter(SCALAR_READ)
+        self.fallbacks = fallbacks_between(a, b)
         # CompileTime / ExecuteTime totals are in nanoseconds
         self.compile_seconds = (b.metric("CompileTime")[1] - a.metric("CompileTime")[1]) / 1e9
         self.execute_seconds = (b.metric("ExecuteTime")[1] - a.metric("ExecuteTime")[1]) / 1e9

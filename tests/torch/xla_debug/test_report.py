@@ -9,6 +9,8 @@ Counter: CachedCompile
   Value: 5
 Counter: aten::nonzero
   Value: 3
+Counter: aten::_local_scalar_dense
+  Value: 4
 Counter: xla::add
   Value: 7
 """
@@ -18,7 +20,8 @@ def test_sample_text():
     r = parse_metrics_report(SAMPLE)
     assert r.samples("CompileTime") == 2 and r.metrics["CompileTime"]["Accumulator"] == "01s002ms"
     assert r.counter("CachedCompile") == 5 and r.counter("UncachedCompile") == 0
-    assert r.fallbacks == {"aten::nonzero": 3}
+    assert r.fallbacks == {"aten::nonzero": 3}  # scalar reads are host reads, not fallbacks
+    assert r.counter("aten::_local_scalar_dense") == 4
     assert r.samples("ExecuteTime") == 0
     assert parse_metrics_report("").counters == {}
 
@@ -38,4 +41,4 @@ def test_real_report_agrees_with_the_metrics_api(xla):
     for name in met.metric_names():
         assert r.samples(name) == met.metric_data(name)[0], name
     assert r.samples("CompileTime") >= 1 and r.samples("TransferFromDeviceTime") >= 1
-    assert "aten::nonzero" in r.fallbacks
+    assert "aten::nonzero" in r.fallbacks and "aten::_local_scalar_dense" not in r.fallbacks
