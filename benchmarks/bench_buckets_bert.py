@@ -309,6 +309,13 @@ def notes(bench: Benchmark, cands: dict, check: dict, split: dict) -> str:
     exec_gain = xm.extra["ExecuteTime s/step"] / max(xb.extra["ExecuteTime s/step"], 1e-9)
     trace_m, trace_b = xm.extra["to sync s/step"], xb.extra["to sync s/step"]
     goal = "meets" if xla_gain >= 2 else "misses"
+    timed_compiles = sum(c.extra.get("compilations (timed)", 0) or 0 for c in (xm, xb))
+    in_timed = ("none in the timed passes" if timed_compiles == 0
+                else f"but {timed_compiles} in the timed passes (the timings include compiling)")
+    same = check["same predictions"] == check["rows"] and check["max logit difference"] <= 1e-4 * max(
+        check["logit spread"], 1e-9)
+    f1_sentence = ("padding is masked out, so a model's F1 does not depend on it" if same else
+                   "they differ, so padding changed this model's predictions: check the attention mask")
     return (
         f"Ratios > 1: more samples/s than XLA:CPU with max_length. Buckets compute {tokens:.2f}x fewer tokens in the "
         f"timed steps. On XLA:CPU they give {xla_gain:.2f}x the samples/s of max_length ({goal} the issue's 2x goal); "
@@ -320,13 +327,12 @@ def notes(bench: Benchmark, cands: dict, check: dict, split: dict) -> str:
         f"that follows the tokens. "
         f"Compilations: {xb.extra['compilations (warm-up)']} for buckets ({xb.extra['shapes (timed)']} shapes in the "
         f"timed steps, {xb.extra['shapes (epoch)']} in an epoch) against {xm.extra['compilations (warm-up)']} for "
-        f"max_length, all in the warm-up (the first step also builds AdamW's state, a graph of its own), none in "
-        f"the timed passes. Same F1: one model's logits on {check['rows']} held-out queries padded to max_length and to "
+        f"max_length, in the warm-up (the first step also builds AdamW's state, a graph of its own), {in_timed}. "
+        f"Same F1: one model's logits on {check['rows']} held-out queries padded to max_length and to "
         f"buckets differ by at most {check['max logit difference']:.1e} (logits' spread {check['logit spread']:.2f}; "
         f"{check['same predictions']} of {check['rows']} predictions equal, {check['classes predicted']} classes "
-        f"predicted): padding is masked out, so a model's F1 "
-        f"does not depend on it; only the order training sees the samples in differs (notebook 05 trains both and "
-        f"compares their F1)." + load_warning([c.extra["load at start"] for c in cands.values()]))
+        f"predicted): {f1_sentence}; only the order training sees the samples in differs (notebook 05 trains both "
+        f"and compares their F1)." + load_warning([c.extra["load at start"] for c in cands.values()]))
 
 
 if __name__ == "__main__":

@@ -103,3 +103,8 @@ def test_bucket_notes_say_whether_the_2x_goal_is_met_from_the_figures():
     cands = bucket_candidates([10.0], [25.0], [20.0], [50.0])
     bench = Benchmark("b", "B", list(cands.values()), bench_buckets_bert.NAMES["xla", "max_length"])
     assert "2.50x the samples/s of max_length (meets" in bench_buckets_bert.notes(bench, cands, check, split)
+    assert "none in the timed passes" in text and "F1 does not depend on it" in text
+    cands["xla", "buckets"].extra["compilations (timed)"] = 2  # a compile in the timed passes is said, not hidden
+    differ = {**check, "same predictions": 300, "max logit difference": 0.3}
+    text = bench_buckets_bert.notes(bench, cands, differ, split)
+    assert "but 2 in the timed passes" in text and "padding changed this model's predictions" in text
