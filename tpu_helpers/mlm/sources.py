@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from tpu_helpers.core.hub import hub_access
+from tpu_helpers.core.hub import hub_access, pinned_revision
 from tpu_helpers.mlm.corpus import Corpus, CorpusUnavailableError, MLMDataError
 
 TEXT_SUFFIXES = (".txt",)
@@ -202,7 +202,7 @@ def load_hub_dataset(name: str, config: str | None = None, column: str = "text",
                         "Check the name on huggingface.co/datasets, run once with network access so that datasets "
                         "caches it, or use text files (CORPUS='path/to/folder' or 'gs://BUCKET/path').",
                         error=CorpusUnavailableError):
-            ds = datasets.load_dataset(name, config, split=split)
+            ds = datasets.load_dataset(name, config, split=split, revision=pinned_revision(name))
     if column not in ds.column_names:
         raise TextFileError(f"the dataset {name!r} has no column {column!r}; its columns: {ds.column_names}. Name "
                             f"the text column: CORPUS='hf:{name}:{config or ''}:COLUMN'.")
