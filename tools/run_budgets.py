@@ -33,7 +33,8 @@ def budget_for(profile: str) -> Budget:
     return Budget(None, None)
 
 
-def _flag(seconds: float, budget: float | None) -> str:
+def budget_flag(seconds: float, budget: float | None) -> str:
+    """'ok', 'OVER +N s', or '' without a budget: the one wording of ./course run and ./course test."""
     if budget is None:
         return ""
     return f"OVER +{seconds - budget:.0f} s" if seconds > budget else "ok"
@@ -56,7 +57,7 @@ def results_table(rows: Sequence[tuple[str, str, float, str]], budget: Budget) -
     for name, status, seconds, figs in rows:
         line = f"{name.ljust(w)}  {status.split(':')[0]:<8}  {seconds:7.0f}"
         if has_budget:
-            flag = _flag(seconds, budget.notebook_s)
+            flag = budget_flag(seconds, budget.notebook_s)
             line += f"  {budget.notebook_s:6.0f}  {flag:<12}"
             if flag.startswith("OVER"):
                 over.append(name)
@@ -64,7 +65,7 @@ def results_table(rows: Sequence[tuple[str, str, float, str]], budget: Budget) -
     total = sum(r[2] for r in rows)
     line = f"{'total'.ljust(w)}  {'':<8}  {total:7.0f}"
     if budget.total_s is not None:
-        flag = _flag(total, budget.total_s)
+        flag = budget_flag(total, budget.total_s)
         line += f"  {budget.total_s:6.0f}  {flag:<12}"
         if flag.startswith("OVER"):
             over.append("total")

@@ -32,7 +32,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-from run_budgets import TOTAL_BUDGET_S  # noqa: E402  (tools/ is on sys.path)
+from run_budgets import TOTAL_BUDGET_S, budget_flag  # noqa: E402  (tools/ is on sys.path)
 
 NBVAL = ["--nbval-lax", "--nbval-current-env", "--nbval-cell-timeout=1500",
          "--nbval-sanitize-with", str(ROOT / "tests" / "nbval_sanitize.cfg")]
@@ -137,7 +137,7 @@ def time_line(times: list[tuple[str, float]], budget: float | None) -> str:
     line = "time: " + ", ".join(f"{name.split(',')[0].split(' (')[0]} {seconds:.0f} s" for name, seconds in times)
     line += f"; total {total:.0f} s"
     if budget is not None:
-        line += f" (budget {budget:.0f} s: " + (f"OVER +{total - budget:.0f} s)" if total > budget else "ok)")
+        line += f" (budget {budget:.0f} s: {budget_flag(total, budget)})"
     return line
 
 
