@@ -48,7 +48,6 @@ class TrainConfig:
     learning_rate: float = 3e-4
     weight_decay: float = 0.01
     warmup_ratio: float = 0.1  # share of all optimizer steps spent warming up linearly from 0
-    max_grad_norm: float | None = None  # clip the global gradient norm (None: no clipping, as the seed)
     mixed_precision: str = "no"  # "bf16" on TPU; passed to Accelerator(...)
     seed: int = 42
     progress: bool = True  # tqdm bars (main process only)
