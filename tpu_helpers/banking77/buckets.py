@@ -43,8 +43,8 @@ are the part it lacks; with them, padding every query to its own bucket is also 
 Evaluation (``shuffle=False, drop_last=False``) keeps every query exactly once; the last, incomplete global
 batch is topped up with repeats of its own rows so that it keeps the batch shape (no extra graph). Gather with
 ``accelerator.gather``, count the rows and cut the last batch on the host: on XLA, ``gather_for_metrics`` decides
-what to cut from a flag that the loader's prefetch thread sets early (see
-`tpu_helpers.banking77.evaluation.evaluate_predictions`).
+what to cut from a flag that the loader's prefetch thread sets early (notebook 05's "Why gather?" section; its
+training function's evaluation loop, ending in `tpu_helpers.banking77.evaluation.rows_on_host`).
 
 Sources: transformers ``trainer_pt_utils.get_length_grouped_indices`` and ``DataCollatorWithPadding`` (v4.57);
 accelerate ``data_loader.BatchSamplerShard`` and ``Accelerator.gather_for_metrics`` (v1.15):

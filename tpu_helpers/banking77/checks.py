@@ -8,7 +8,7 @@ themselves are notebook 01's exercise 3 (`tpu_helpers.xla_tf.checks.check_bucket
   predictions from every replica to the host and keep only rows that are still due, so the evaluation returns
   exactly one prediction per test row, without compiling a new graph. (The reference uses ``accelerator.gather``:
   on XLA ``gather_for_metrics`` cuts rows by a flag that the loader's prefetch thread sets early; see
-  `tpu_helpers.banking77.evaluation.evaluate_predictions`.)
+  the evaluation loop of notebook 05's training function, with `tpu_helpers.banking77.evaluation.rows_on_host`.)
 
 The checks run the learner's code and test what it does (values, shapes, counts from XLA), never its text.
 """

@@ -6,7 +6,7 @@ from typing import Sequence
 
 from tpu_helpers.banking77.train import TrainingError
 
-__all__ = ["evaluate_predictions", "rows_on_host", "rows_still_due", "check_evaluation_plan", "weighted_f1"]
+__all__ = ["rows_on_host", "rows_still_due", "check_evaluation_plan", "weighted_f1"]
 
 
 def weighted_f1(predictions: Sequence[int], references: Sequence[int]) -> float:
@@ -62,34 +62,6 @@ def check_evaluation_plan(eval_dl, n_rows: int, num_replicas: int = 1, order: Se
                             f"{missing} test rows missing) for {n_rows} test rows: check eval_batch_size, the "
                             "bucket boundaries (the largest must hold every test query) and drop_last=False")
     return len(steps)
-
-
-def evaluate_predictions(accelerator, model, eval_dl, n_rows: int):
-    """Predictions and labels of a prepared evaluation loader, gathered from every replica: exactly ``n_rows`` of
-    each (NumPy arrays, in the loader's order).
-
-    **Why ``gather`` and not ``gather_for_metrics``.** ``gather_for_metrics`` drops the last batch's repeats by
-    asking Accelerate's GradientState whether the loader has reached its end, and if so keeps only the first
-    ``len(dataset) % total_batch_size`` rows of what it gathers. On XLA the prepared loader is a
-    ``MpDeviceLoader``: a background thread iterates the underlying ``DataLoaderShard`` and queues the batches
-    ahead (accelerate's ``MpDeviceLoaderWrapper``, torch_xla's ``ParallelLoader``). That thread reaches the end
-    first: it sets ``end_of_dataloader = True`` while several batches still wait in the queue, and keeps it set
-    until the loop takes the last one. Every batch the loop gathers in that window is cut to the remainder. On
-    BANKING77's test set (3,080 rows, batches of 64, remainder 8) the loop got 7 or 8 full batches cut to 8 rows:
-    2,744 or 2,688 rows instead of 3,080, depending on how far the thread ran ahead (a race, so small test sets
-    whose loader ends before the loop is busy did not show it). ``gather`` never cuts; the rows still due are
-    counted here (`rows_still_due`) and only the last batch loses its repeats. The cut happens on the host, after
-    the copy: a slice on the device would be one more graph to compile.
-    """
-    import torch
-
-    model.eval()
-    gathered = []
-    for batch in eval_dl:
-        with torch.no_grad():
-            logits = model(**batch).logits
-        gathered.append(accelerator.gather((logits.argmax(dim=-1), batch["labels"])))
-    return rows_on_host(gathered, n_rows)
 
 
 def rows_on_host(gathered, n_rows: int):

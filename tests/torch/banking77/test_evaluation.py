@@ -21,7 +21,7 @@ pytest.importorskip("accelerate")
 import numpy as np  # noqa: E402
 
 from tpu_helpers.banking77 import dataset, launch  # noqa: E402
-from tpu_helpers.banking77.evaluation import check_evaluation_plan, evaluate_predictions  # noqa: E402
+from tpu_helpers.banking77.evaluation import check_evaluation_plan  # noqa: E402
 from tpu_helpers.banking77.train import TrainConfig, TrainingError, make_loaders  # noqa: E402
 
 N_TEST = 3080  # BANKING77's test split
@@ -56,7 +56,7 @@ def reset_accelerate():
 
 
 @pytest.mark.parametrize("padding", ["buckets", "max_length"])
-def test_real_size_evaluation_gives_one_prediction_per_row_in_order(data, padding):
+def test_real_size_evaluation_gives_one_prediction_per_row_in_order(data, padding, evaluate_as_notebook_05):
     from accelerate import Accelerator
     from transformers import BertConfig, BertForSequenceClassification
 
@@ -75,7 +75,7 @@ def test_real_size_evaluation_gives_one_prediction_per_row_in_order(data, paddin
             max_position_embeddings=MAX_LENGTH, num_labels=N_TEST, attn_implementation="eager"))
         model, eval_dl = accelerator.prepare(model, eval_dl)
         for _ in range(3):
-            preds, refs = evaluate_predictions(accelerator, model, eval_dl, N_TEST)
+            preds, refs = evaluate_as_notebook_05(accelerator, model, eval_dl, N_TEST)
             assert len(preds) == len(refs) == N_TEST
             assert refs.tolist() == want, "every test row exactly once, in the loader's order"
     finally:

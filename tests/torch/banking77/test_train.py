@@ -105,17 +105,16 @@ def test_eval_covers_every_test_row_once_in_the_datasets_order_and_f1_is_sklearn
         assert 0.0 <= e.f1 <= 1.0 and e.loss == e.loss  # not NaN
 
 
-def test_gather_for_metrics_keeps_the_repeats_of_a_small_set_on_xla_so_the_loop_counts_rows(tiny):
+def test_gather_for_metrics_keeps_the_repeats_of_a_small_set_on_xla_so_the_loop_counts_rows(tiny,
+                                                                                              evaluate_as_notebook_05):
     """One of the two ways gather_for_metrics goes wrong on XLA: on a test set this small the MpDeviceLoader's
     thread has finished (and cleared the end-of-data flag) before the loop gathers the last batch, so its repeats
-    survive. (On a large set it cuts real rows instead: tests/torch/banking77/test_evaluation.py.) evaluate_predictions
-    gathers with accelerator.gather and cuts the last batch itself."""
+    survive. (On a large set it cuts real rows instead: tests/torch/banking77/test_evaluation.py.) The notebook's
+    evaluation loop gathers with accelerator.gather and cuts the last batch itself."""
     from accelerate import Accelerator
     from torch.utils.data import DataLoader
 
     from tpu_helpers.banking77.buckets import BucketBatchSampler, BucketCollator, BucketedDataset
-    from tpu_helpers.banking77.evaluation import evaluate_predictions
-
     data, tok, enc, bounds = tiny
     reset_accelerate()
     try:
@@ -127,7 +126,7 @@ def test_gather_for_metrics_keeps_the_repeats_of_a_small_set_on_xla_so_the_loop_
         rows = sum(len(acc.gather_for_metrics(batch["labels"])) for batch in dl)
         assert rows == 96 > 77  # 3 x 32: the 19 repeats of the last batch are still there
         model = acc.prepare(dataset.make_model("tiny", data, vocab_size=len(tok), max_length=32, hidden_size=32))
-        preds, refs = evaluate_predictions(acc, model, dl, len(enc["test"]))
+        preds, refs = evaluate_as_notebook_05(acc, model, dl, len(enc["test"]))
         order = [int(i) for b in sampler.plan(0) for i in b.indices[:b.real_rows]]
         assert len(preds) == 77 and refs.tolist() == [int(enc["test"][i]["labels"]) for i in order]
     finally:
@@ -180,13 +179,16 @@ def test_linear_scaling_rule_scales_the_learning_rate_with_the_global_batch():
             scaled_learning_rate(*bad)
 
 
-def test_the_notebook_shows_the_training_function_and_the_launcher_call_in_cells_of_their_own():
+def test_the_notebook_shows_the_training_function_and_the_launcher_call_in_cells_of_their_own(
+        evaluate_as_notebook_05):
     import nbformat
 
     cells = [c.source for c in nbformat.read(NOTEBOOK, as_version=4).cells if c.cell_type == "code"]
     fn = next(c for c in cells if "def training_function(" in c)
     assert "Accelerator(" in fn and "accelerator.prepare(" in fn and "accelerator.gather(" in fn
     assert "gather_for_metrics(" not in fn  # it loses rows on XLA (tests/torch/banking77/test_evaluation.py)
+    for line in evaluate_as_notebook_05.cell_lines:  # the tests' copy of its evaluation loop is still the cell's
+        assert line in fn, line
     assert len(fn.splitlines()) <= 50, "the training function stays short enough to read in the notebook"
     launch_cell = next(c for c in cells if "notebook_launcher(training_function" in c)
     assert "torch_xla.launch(" in launch_cell and launch_cell != fn
