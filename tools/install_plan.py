@@ -23,7 +23,16 @@ Why each TPU plan looks the way it does:
   (TF pins its build-time libtpu exactly in 2.19.1: ``libtpu==0.0.10``). Kaggle's TPU image has disabled
   ``tensorflow-tpu`` "until a compatible libtpu can be found" (Kaggle/docker-python, ``tpu/requirements.in``):
   on Kaggle the TensorFlow notebooks may have no TPU; the PyTorch/XLA ones do.
-* **PyTorch/XLA on a TPU gets ``torch_xla[tpu]``**, whose extra pins its libtpu (``libtpu==0.0.21`` for 2.9.0).
+* **PyTorch/XLA on a TPU gets ``torch_xla[tpu]``**, whose extra pins its libtpu (``libtpu==0.0.21`` for 2.9.0),
+  where that libtpu has a wheel: 0.0.21 has cp310-cp312 wheels only, so on Python 3.13 (Colab's TPU runtime) the
+  plan names ``torch_xla`` and ``libtpu==0.0.21.1`` (cp311-cp314), the pairing Colab's own image ships
+  (``tools/images/colab-tpu.txt``).
+* **Kaggle keeps its image's PyTorch family.** Kaggle's TPU image ships torch 2.8.0+cpu with torchvision 0.23,
+  torchaudio 2.8, torch_xla 2.8.0 and libtpu 0.0.17 (``tools/images/kaggle-tpu.txt``). PyPI has no CPU build of
+  torch: ``torch==2.9.0`` there is the CUDA build (about 6.6 GB with its nvidia packages) and would leave
+  torchvision/torchaudio built for 2.8 (a segfault when transformers or lightning import torchvision). The plan
+  re-pins the image's own versions (a no-op on the image; it puts back the image's libtpu after a TensorFlow
+  notebook's install cell replaced it) and the course runs on torch_xla 2.8 there, rehearsed in CI.
 * **Lightning comes with the PyTorch/XLA plans as a plain pin** (notebook 07). Its "TPU training (Basic)" guide
   installs ``cloud-tpu-client`` beside a torch_xla wheel URL: that client configured the old TPU Node / XRT runtime,
   which torch_xla 2.x no longer has (PJRT only); ``lightning`` on top of ``torch_xla[tpu]`` is the whole install.
@@ -44,7 +53,16 @@ REQUIREMENTS = ROOT / "requirements.txt"
 
 FRAMEWORKS = ("tf", "torch")
 ACCELERATORS = ("tpu", "gpu", "cpu")
+PYTHONS = ("3.11", "3.12", "3.13")  # the package, ./course and every plan (numpy 2.4, pandas 3.1, scikit-learn 1.9: >= 3.11)
 LIBTPU_FOR_TF = "0.0.14"  # see the module docstring: tensorflow-tpu 2.20.0's own `libtpu~=0.0.14`
+# torch_xla[tpu]==2.9.0 pins libtpu==0.0.21, which has no wheel for these Pythons: the libtpu named instead
+LIBTPU_FOR_TORCH_XLA = {"3.13": "0.0.21.1"}
+IMAGES_DIR = ROOT / "tools" / "images"
+# The hosted images (dated snapshots in tools/images/) and the variable that tells each apart in its notebooks
+IMAGES = {"colab": "COLAB_RELEASE_TAG", "kaggle": "KAGGLE_KERNEL_RUN_TYPE"}
+# Images whose own PyTorch family (torch, torchvision, torchaudio, torch_xla, libtpu) the PyTorch/XLA TPU plan keeps
+KEEPS_TORCH = ("kaggle",)
+TORCH_FAMILY = ("torch", "torch-xla", "torchvision", "torchaudio", "libtpu")
 
 # Packages the hosted install cell adds to Colab/Kaggle (they keep their own numpy, pandas, jupyter, matplotlib).
 HOSTED_COMMON = ["transformers", "tokenizers", "huggingface-hub", "datasets", "scikit-learn", "tqdm"]
@@ -81,10 +99,34 @@ def helper_spec(repo: str, version: str) -> str:
     return f"tpu-course @ git+https://github.com/{repo}@v{version}"
 
 
-def framework_calls(framework: str, accelerator: str, pins: dict[str, str]) -> list[list[str]]:
-    """pip argument lists (after ``pip``) that install the framework for one target, in order."""
+def image_snapshot(image: str, folder: Path = IMAGES_DIR) -> tuple[dict[str, str], dict[str, str]]:
+    """(header, {distribution: version}) of a hosted image's snapshot, ``tools/images/<image>-tpu.txt``; a line
+    ``name @ URL`` gives the version in the wheel's file name (``torch-2.9.0%2Bcpu-...`` -> ``2.9.0``)."""
+    path = Path(folder) / f"{image}-tpu.txt"
+    header, versions = {}, {}
+    for line in path.read_text().splitlines():
+        if line.startswith("#"):
+            key, _, value = line[1:].partition(":")
+            if value and " " not in key.strip():
+                header[key.strip()] = value.strip()
+            continue
+        m = re.fullmatch(r"([A-Za-z0-9_.\-]+)\s*(?:==\s*(\S+)|@\s*\S*?/[^/]*?-(\d[^-%]*)(?:%2B\w+)?-[^/]*)", line.strip())
+        if m:
+            versions[m.group(1).lower().replace("_", "-")] = m.group(2) or m.group(3)
+    return header, versions
+
+
+def framework_calls(framework: str, accelerator: str, pins: dict[str, str], python: str | None = None,
+                    image: str | None = None) -> list[list[str]]:
+    """pip argument lists (after ``pip``) that install the framework for one target, in order. ``python``
+    ("3.13") and ``image`` ("colab", "kaggle") select the variants the module docstring explains; None: the
+    plan of any other Python 3.11-3.12 machine."""
     if framework not in FRAMEWORKS or accelerator not in ACCELERATORS:
         raise ValueError(f"framework must be one of {FRAMEWORKS} and accelerator one of {ACCELERATORS}")
+    if python is not None and python not in PYTHONS:
+        raise ValueError(f"Python {python} is not supported: the course runs on {', '.join(PYTHONS)}")
+    if image is not None and image not in IMAGES:
+        raise ValueError(f"image must be one of {tuple(IMAGES)}, not {image!r}")
     if framework == "tf":
         tf, keras = pins["tensorflow"], pins["tf-keras"]
         if accelerator == "tpu":
@@ -94,19 +136,53 @@ def framework_calls(framework: str, accelerator: str, pins: dict[str, str]) -> l
         wheel = f"tensorflow[and-cuda]=={tf}" if accelerator == "gpu" else f"tensorflow=={tf}"
         return [["install", wheel, f"tf-keras=={keras}"]]
     torch, xla = pins["torch"], pins["torch-xla"]
+    if accelerator == "tpu" and image in KEEPS_TORCH:
+        kept = image_snapshot(image)[1]
+        return [["install", *(f"{n}=={kept[n]}" for n in TORCH_FAMILY if n in kept)]]
+    if accelerator == "tpu" and python in LIBTPU_FOR_TORCH_XLA:
+        return [["install", f"torch=={torch}", f"torch_xla=={xla}", f"libtpu=={LIBTPU_FOR_TORCH_XLA[python]}"]]
     extra = "[tpu]" if accelerator == "tpu" else ""
     return [["install", f"torch=={torch}", f"torch_xla{extra}=={xla}"]]
 
 
 def hosted_plan(framework: str, accelerator: str, repo: str, pins: dict[str, str] | None = None,
-                version: str | None = None) -> list[list[str]]:
+                version: str | None = None, python: str | None = None, image: str | None = None) -> list[list[str]]:
     """Every pip call of a Colab/Kaggle install cell: framework, the course's libraries, then the helpers."""
     pins = pins or read_pins()
     course = [f"{n}=={pins[n]}" for n in HOSTED_COMMON + HOSTED_EXTRA[framework]]
-    calls = framework_calls(framework, accelerator, pins)
+    calls = framework_calls(framework, accelerator, pins, python, image)
     calls.append(["install", *course])
     calls.append(["install", "--no-deps", helper_spec(repo, version or project_version())])
     return [["-q", *c] if c[0] == "install" else c for c in calls]
+
+
+def plan_variants(framework: str, repo: str, pins: dict[str, str] | None = None,
+                  version: str | None = None) -> dict[str, list[list[str]]]:
+    """The plans an install cell carries, by key: ``"tpu"`` (any Python 3.11-3.12 machine), ``"tpu-py3.13"``,
+    ``"tpu-kaggle"``, ... only where a variant differs from its accelerator's plan. The cell looks a runtime up as
+    ``{accelerator}-{image}``, then ``{accelerator}-py{python}``, then ``{accelerator}`` (`plan_key`)."""
+    pins = pins or read_pins()
+    out: dict[str, list[list[str]]] = {}
+    for acc in ACCELERATORS:
+        base = hosted_plan(framework, acc, repo, pins, version)
+        out[acc] = base
+        for image in IMAGES:
+            plan = hosted_plan(framework, acc, repo, pins, version, image=image)
+            if plan != base:
+                out[f"{acc}-{image}"] = plan
+        for python in PYTHONS:
+            plan = hosted_plan(framework, acc, repo, pins, version, python=python)
+            if plan != base:
+                out[f"{acc}-py{python}"] = plan
+    return out
+
+
+def plan_key(plans: dict, accelerator: str, image: str | None, python: str) -> str:
+    """The key of `plan_variants` a runtime uses: its image's variant, else its Python's, else the default."""
+    for key in (f"{accelerator}-{image}", f"{accelerator}-py{python}", accelerator):
+        if key in plans:
+            return key
+    raise KeyError(accelerator)
 
 
 def vm_requirements(framework: str, requirements: Path = REQUIREMENTS) -> list[str]:

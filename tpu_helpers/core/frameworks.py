@@ -11,7 +11,9 @@ import os
 import sys
 from typing import MutableMapping
 
-__all__ = ["FrameworkClashError", "WrongBuildError", "use_framework", "loaded_frameworks", "check_tpu_build",
+from tpu_helpers.core.tpu_lock import TPUHeldError, held_message, libtpu_lock_holder
+
+__all__ = ["FrameworkClashError", "WrongBuildError", "TPUHeldError", "use_framework", "loaded_frameworks", "check_tpu_build",
            "record_xla_compilations"]
 
 _OTHER = {"tf": ("torch_xla", "PyTorch/XLA"), "torch": ("tensorflow", "TensorFlow")}
@@ -38,12 +40,15 @@ def loaded_frameworks(modules: dict | None = None) -> list[str]:
 
 
 def use_framework(name: str, *, environ: MutableMapping[str, str] | None = None,
-                  modules: dict | None = None) -> str:
+                  modules: dict | None = None, installed=None) -> str:
     """Declare this notebook's framework ("tf" or "torch") before importing transformers.
 
-    Sets ``USE_TF``/``USE_TORCH`` so transformers imports only that backend, and raises
-    `FrameworkClashError` if the other one is already loaded (restart the kernel to fix it).
+    Sets ``USE_TF``/``USE_TORCH`` so transformers imports only that backend (and ``FORCE_TF_AVAILABLE`` where
+    TensorFlow is the ``tensorflow-tpu`` distribution, which transformers does not recognise by name), and raises
+    `FrameworkClashError` if the other one is already loaded (restart the kernel to fix it). ``installed``
+    (distribution -> version or None) is injectable for tests.
     """
+    installed = _installed if installed is None else installed
     key = name.strip().lower()
     key = {"tensorflow": "tf", "pytorch": "torch", "torch_xla": "torch", "pt": "torch"}.get(key, key)
     if key not in _OTHER:
@@ -62,6 +67,11 @@ def use_framework(name: str, *, environ: MutableMapping[str, str] | None = None,
         # transformers' pipelines/training_args and accelerate import torch_xla when it is installed, which
         # aborts a TensorFlow process; USE_TORCH_XLA=0 makes them leave it alone.
         want["USE_TORCH_XLA"] = "0"
+        if installed("tensorflow-tpu"):
+            # transformers 4.57 looks TensorFlow up under a fixed list of distribution names without
+            # `tensorflow-tpu` (utils/import_utils.py): with only the TPU build installed its TF model classes
+            # raise "requires the TensorFlow library". FORCE_TF_AVAILABLE (transformers PR #18650) overrides it.
+            want["FORCE_TF_AVAILABLE"] = "1"
     if "transformers" in modules:
         stale = {k: v for k, v in want.items() if environ.get(k, "") not in (v, "")}
         if stale:
@@ -106,7 +116,8 @@ def _installed(name: str) -> str | None:
         return None
 
 
-def check_tpu_build(runtime, framework: str, *, installed=_installed, tpu_devices=None) -> str:
+def check_tpu_build(runtime, framework: str, *, installed=_installed, tpu_devices=None, probe_devices: bool = True,
+                    lock_holder=None) -> str:
     """On a TPU runtime, stop unless this kernel has the framework's TPU build and it sees the TPU; else say so.
 
     TensorFlow: the ``tensorflow-tpu`` distribution with ``libtpu``, and no ``tensorflow``/``tensorflow-cpu``
@@ -114,8 +125,11 @@ def check_tpu_build(runtime, framework: str, *, installed=_installed, tpu_device
     "Registered devices: [CPU]"), then ``tf.config.list_physical_devices("TPU")`` non-empty. PyTorch/XLA:
     ``torch_xla`` with ``libtpu`` (its ``[tpu]`` extra), then ``torch_xla.runtime.device_type() == "TPU"``
     (importing torch_xla picks PJRT's TPU device when it finds the chips; nothing runs on them yet, so a launcher
-    may still fork replicas). ``installed`` and ``tpu_devices`` are injectable for tests. Off a TPU: nothing to
-    check, the CPU build is the right one.
+    may still fork replicas). Before either, on a TPU VM, another process holding libtpu's lock (another
+    notebook's kernel) stops it with `TPUHeldError` naming that process. ``probe_devices=False`` checks the
+    installed builds only and leaves the chips alone (notebook 00 probes PyTorch/XLA in a child process first).
+    ``installed``, ``tpu_devices`` and ``lock_holder`` are injectable for tests. Off a TPU: nothing to check, the
+    CPU build is the right one.
     """
     key = {"tensorflow": "tf", "pytorch": "torch"}.get(framework, framework)
     if key not in _NAMES:
@@ -125,6 +139,11 @@ def check_tpu_build(runtime, framework: str, *, installed=_installed, tpu_device
     restart = ("run this notebook's install cell, then restart the runtime (Colab: Runtime > Restart session; "
                "Kaggle: Run > Restart & clear cell outputs) and run from the top; on a Cloud TPU VM pick the "
                f"kernel 'tpu-course-{key}' that ./course setup --tpu registered")
+    if getattr(runtime, "is_tpu_vm", False):
+        pid = (lock_holder or libtpu_lock_holder)()
+        if pid is not None:
+            what, fix = held_message(pid)
+            raise TPUHeldError(f"{what} To fix: {fix}")
     if key == "tf":
         tpu, cpu = installed("tensorflow-tpu"), [d for d in ("tensorflow", "tensorflow-cpu") if installed(d)]
         if not tpu or cpu or not installed("libtpu"):
@@ -132,18 +151,31 @@ def check_tpu_build(runtime, framework: str, *, installed=_installed, tpu_device
                                                                "libtpu") if installed(d)) or "no TensorFlow"
             raise WrongBuildError(f"this kernel has the CPU build of TensorFlow, not the TPU build ({found}): it "
                                   f"cannot reach the TPU. Uninstall tensorflow/tensorflow-cpu, {restart}.")
+        if not probe_devices:
+            return f"TensorFlow's TPU build is installed (tensorflow-tpu {tpu}, libtpu {installed('libtpu')})"
         if tpu_devices is None:
             import tensorflow as tf
 
             tpu_devices = lambda: tf.config.list_physical_devices("TPU")  # noqa: E731
-        devices = list(tpu_devices())
+        try:
+            devices = list(tpu_devices())
+        except Exception as e:  # noqa: BLE001  (TensorFlow raises several types for "No TPU platform found")
+            devices, why = [], f" ({type(e).__name__}: {str(e).strip().splitlines()[0][:200] if str(e).strip() else ''})"
+        else:
+            why = ""
         if not devices:
-            raise WrongBuildError(f"tensorflow-tpu {tpu} is installed but lists no TPU device: another process may "
-                                  f"hold the TPU (only one can), or libtpu does not match it; {restart}.")
+            raise WrongBuildError(
+                f"tensorflow-tpu {tpu} with libtpu {installed('libtpu')} lists no TPU device{why}. TensorFlow's last "
+                f"TPU build (2.20) has not been shown to find a v5e/v6e TPU with this libtpu: Kaggle's TPU image "
+                f"disabled tensorflow-tpu for 'No TPU platform found'. The PyTorch/XLA notebooks (02, 05-07) use "
+                f"this TPU; for the TensorFlow ones use the 'cpu' profile here (PROFILE = \"cpu\"), or a Cloud TPU VM "
+                f"with a v2-v4 TPU. If you installed it yourself: {restart}.")
         return f"TensorFlow's TPU build (tensorflow-tpu {tpu}, libtpu {installed('libtpu')}): {len(devices)} TPU devices"
     if not installed("torch-xla") or not installed("libtpu"):
         raise WrongBuildError(f"this kernel has torch_xla {installed('torch-xla') or '(none)'} without libtpu: the "
                               f"CPU build of PyTorch/XLA cannot reach the TPU. Install torch_xla[tpu], then {restart}.")
+    if not probe_devices:
+        return f"PyTorch/XLA's TPU build is installed (torch_xla {installed('torch-xla')}, libtpu {installed('libtpu')})"
     if tpu_devices is None:
         import torch_xla.runtime as xr
 

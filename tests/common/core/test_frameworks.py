@@ -117,3 +117,44 @@ def test_tf_turns_on_xlas_records_of_the_course_functions_only():
     env = {}
     use_framework("torch", environ=env, modules={})
     assert "XLA_FLAGS" not in env
+
+
+def test_tf_with_only_the_tpu_build_is_forced_available_to_transformers():
+    """transformers 4.57 does not know the `tensorflow-tpu` distribution by name: FORCE_TF_AVAILABLE makes its TF
+    model classes build (they raise "requires the TensorFlow library" otherwise)."""
+    from tpu_helpers.core.frameworks import use_framework
+
+    env = {}
+    use_framework("tf", environ=env, modules={}, installed=_dists(tensorflow_tpu="2.20.0", libtpu="0.0.14"))
+    assert env["FORCE_TF_AVAILABLE"] == "1" and env["USE_TF"] == "1" and env["USE_TORCH"] == "0"
+    env = {}
+    use_framework("tf", environ=env, modules={}, installed=_dists(tensorflow="2.20.0"))
+    assert "FORCE_TF_AVAILABLE" not in env  # the CPU build: transformers finds it itself
+    env = {}
+    use_framework("torch", environ=env, modules={}, installed=_dists(tensorflow_tpu="2.20.0"))
+    assert "FORCE_TF_AVAILABLE" not in env
+
+
+def test_tf_tpu_build_that_finds_no_tpu_platform_says_what_is_known():
+    from tpu_helpers.core.frameworks import WrongBuildError, check_tpu_build
+
+    def no_platform():
+        raise RuntimeError("No TPU platform found.")
+
+    good = _dists(tensorflow_tpu="2.20.0", libtpu="0.0.14")
+    with pytest.raises(WrongBuildError, match=r"No TPU platform found.*Kaggle.*PyTorch/XLA notebooks"):
+        check_tpu_build(_Rt(True), "tf", installed=good, tpu_devices=no_platform)
+
+
+def test_tpu_build_check_can_leave_the_chips_alone():
+    """Notebook 00 checks the builds first and lets each framework take the TPU in turn."""
+    from tpu_helpers.core.frameworks import check_tpu_build
+
+    def touched():
+        raise AssertionError("the devices were probed")
+
+    good = _dists(tensorflow_tpu="2.20.0", libtpu="0.0.14")
+    assert "is installed" in check_tpu_build(_Rt(True), "tf", installed=good, tpu_devices=touched, probe_devices=False)
+    torch = _dists(torch_xla="2.9.0", libtpu="0.0.21")
+    assert "is installed" in check_tpu_build(_Rt(True), "torch", installed=torch, tpu_devices=touched,
+                                             probe_devices=False)

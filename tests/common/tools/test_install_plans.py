@@ -59,18 +59,21 @@ def tpu_tf_problems(calls: list[list[str]]) -> list[str]:
     return out
 
 
+@pytest.mark.parametrize("python", install_plan.PYTHONS)
 @pytest.mark.parametrize("host", sorted(HOSTS))
 @pytest.mark.parametrize("accelerator", install_plan.ACCELERATORS)
 @pytest.mark.parametrize("framework", install_plan.FRAMEWORKS)
-def test_install_cell_runs_the_plan_of_its_target(framework, accelerator, host, monkeypatch):
+def test_install_cell_runs_the_plan_of_its_target(framework, accelerator, host, python, monkeypatch):
     paths = [p for p in nc.notebook_paths()
              if nbformat.read(p, as_version=4).metadata["tpu_course"]["framework"] == framework]
     source = nbformat.read(paths[0], as_version=4).cells[1].source
     env = {"PATH": "/usr/bin", **HOSTS[host]}
     if accelerator == "tpu" and host == "colab":
         env["TPU_ACCELERATOR_TYPE"] = "v5litepod-1"
+    monkeypatch.setattr(sys, "version_info", (3, int(python.split(".")[1]), 0, "final", 0))
     calls = run_install_cell(source, env, DEVICES[accelerator], monkeypatch)
-    assert calls == install_plan.hosted_plan(framework, accelerator, nc.GITHUB_REPO)
+    plans = install_plan.plan_variants(framework, nc.GITHUB_REPO)
+    assert calls == plans[install_plan.plan_key(plans, accelerator, host, python)]
     assert calls[-1][-1] == f"tpu-course @ git+https://github.com/{nc.GITHUB_REPO}@v{nc.VERSION}", \
         "the helpers come from the notebook's own revision"
     flat = " ".join(a for c in calls for a in c)
@@ -79,8 +82,73 @@ def test_install_cell_runs_the_plan_of_its_target(framework, accelerator, host, 
     elif framework == "tf":
         assert "tensorflow-tpu" not in flat and "libtpu" not in flat
     else:
-        assert ("torch_xla[tpu]==" in flat) == (accelerator == "tpu")
         assert "tensorflow" not in flat
+        if accelerator != "tpu":
+            assert "libtpu" not in flat and "[tpu]" not in flat
+        elif host == "kaggle":  # the image's own torch family, as its snapshot lists it: no 6 GB CUDA build
+            kept = install_plan.image_snapshot("kaggle")[1]
+            for name in ("torch", "torch-xla", "torchvision", "torchaudio", "libtpu"):
+                assert f"{name}=={kept[name]}" in flat, name
+        elif python == "3.13":  # libtpu 0.0.21 (torch_xla[tpu]'s pin) has no cp313 wheel; 0.0.21.1 has
+            assert "torch_xla[tpu]" not in flat and "libtpu==0.0.21.1" in flat
+        else:
+            assert "torch_xla[tpu]==" in flat
+
+
+@pytest.mark.parametrize("python", ["3.10", "3.14"])
+def test_install_cell_stops_on_a_python_the_course_does_not_support(python, monkeypatch):
+    source = nbformat.read(nc.notebook_paths()[0], as_version=4).cells[1].source
+    monkeypatch.setattr(sys, "version_info", (3, int(python.split(".")[1]), 0, "final", 0))
+    with pytest.raises(SystemExit, match=rf"Python {python}; the course supports 3.11-3.13"):
+        run_install_cell(source, {"PATH": "/usr/bin", **HOSTS["colab"]}, DEVICES["tpu"], monkeypatch)
+
+
+def test_install_cell_takes_another_helper_when_told(monkeypatch):
+    """The hosted rehearsal (and an offline classroom) installs the helper from a wheel file instead of GitHub."""
+    source = nbformat.read(nc.notebook_paths()[0], as_version=4).cells[1].source
+    env = {"PATH": "/usr/bin", **HOSTS["kaggle"], "TPU_COURSE_HELPER": "/tmp/tpu_course-0-py3-none-any.whl"}
+    calls = run_install_cell(source, env, DEVICES["tpu"], monkeypatch)
+    assert calls[-1] == ["-q", "install", "--no-deps", "/tmp/tpu_course-0-py3-none-any.whl"]
+
+
+def test_every_supported_python_is_admitted_everywhere():
+    """pyproject's requires-python, ./course's check and the plans name the same Pythons, and each hosted image's
+    Python is one of them (the helper install failed on Colab's 3.13 when the package said <3.13)."""
+    spec = re.search(r'^requires-python = "([^"]+)"', (ROOT / "pyproject.toml").read_text(), re.M).group(1)
+    lower, upper = re.fullmatch(r">=3\.(\d+),<3\.(\d+)", spec).groups()
+    assert [f"3.{m}" for m in range(int(lower), int(upper))] == list(install_plan.PYTHONS)
+    case = re.search(r'case "\$PYVER" in ([0-9.|]+)\)', (ROOT / "course").read_text()).group(1)
+    assert case.split("|") == list(install_plan.PYTHONS)
+    for image in install_plan.IMAGES:
+        python = install_plan.image_snapshot(image)[0]["python"]
+        assert ".".join(python.split(".")[:2]) in install_plan.PYTHONS, (image, python)
+
+
+def test_snapshots_are_dated_and_sourced():
+    for image in install_plan.IMAGES:
+        header, versions = install_plan.image_snapshot(image)
+        assert re.fullmatch(r"[0-9a-f]{40}", header["commit"]) and re.fullmatch(r"\d{4}-\d\d-\d\d", header["date"])
+        assert header["source"].startswith("https://github.com/") and header["image"] == image
+        assert {"torch", "torch-xla", "libtpu"} <= set(versions), image
+    colab = install_plan.image_snapshot("colab")[1]
+    assert colab["torch"] == "2.9.0" and colab["libtpu"] == "0.0.21.1"  # read from `torch @ ...2.9.0%2Bcpu...` too
+
+
+def test_notebook_00_checks_what_its_plan_installs():
+    """versions.PLAN_PACKAGES (what notebook 00 checks against the pins) is what the install plans install."""
+    from tpu_helpers.core import versions
+
+    for fw in install_plan.FRAMEWORKS:
+        planned = {n.lower() for n in install_plan.FRAMEWORK_PINS[fw] + tuple(install_plan.HOSTED_COMMON)
+                   + tuple(install_plan.HOSTED_EXTRA[fw])}
+        assert planned == set(versions.PLAN_PACKAGES[fw]), fw
+    pins = install_plan.read_pins()
+    colab = {"tensorflow": "2.20.0", "tf-keras": pins["tf-keras"], "transformers": pins["transformers"],
+             "torch-xla": "2.9.0", "accelerate": "1.14.0", "jax": "0.7.2"}
+    mismatches, kept = versions.plan_check("tf", pins, colab)
+    assert mismatches == {} and kept == {"torch-xla": "2.9.0", "accelerate": "1.14.0", "jax": "0.7.2"}
+    mismatches, _ = versions.plan_check("tf", pins, {**colab, "transformers": "5.15.0"})
+    assert mismatches == {"transformers": (pins["transformers"], "5.15.0")}
 
 
 def test_tpu_checker_rejects_the_one_call_install_that_installs_two_tensorflows():

@@ -315,17 +315,7 @@ def held_lock(tmp_path):
         proc.wait()
 
 
-def test_lock_holder_is_found_in_proc_locks(held_lock):
-    path, pid = held_lock
-    assert libtpu_lock_holder(path) == pid
-    assert libtpu_lock_holder(path, self_pid=pid) is None  # our own lock is not "another process"
-
-
-def test_lock_holder_none_without_file_or_lock(tmp_path):
-    assert libtpu_lock_holder(tmp_path / "missing") is None
-    free = tmp_path / "free"
-    free.touch()
-    assert libtpu_lock_holder(free) is None
+# the lock holder's own tests: tests/common/core/test_tpu_lock.py
 
 
 def test_in_use_detected_from_the_lock_when_tf_only_says_not_found(held_lock):

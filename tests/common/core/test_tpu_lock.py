@@ -1,0 +1,68 @@
+"""One process owns a TPU: a second kernel is stopped in its first cell with the holder named (a real lockf lock
+taken by a child process stands in for libtpu's)."""
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from tpu_helpers.core import tpu_lock
+from tpu_helpers.core.frameworks import check_tpu_build
+from tpu_helpers.core.tpu_lock import TPUHeldError, libtpu_lock_holder
+
+HOLD_LOCK = textwrap.dedent("""
+    import fcntl, os, sys, time
+    fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)
+    fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)   # what libtpu does: lockf(fd, F_TLOCK, 0)
+    print("locked", flush=True)
+    time.sleep(60)
+""")
+
+
+@pytest.fixture
+def held_lock(tmp_path):
+    path = tmp_path / "libtpu_lockfile"
+    # argv names ipykernel, as a notebook kernel's command line does
+    proc = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(path), "-m", "ipykernel_launcher"],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "locked"
+        yield path, proc.pid
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+class _TPUVM:
+    is_tpu = is_tpu_vm = True
+
+
+def test_the_holder_is_found_in_proc_locks(held_lock):
+    path, pid = held_lock
+    assert libtpu_lock_holder(path) == pid
+    assert libtpu_lock_holder(path, self_pid=pid) is None  # our own lock is not "another process"
+
+
+def test_no_holder_without_file_or_lock(tmp_path):
+    assert libtpu_lock_holder(tmp_path / "missing") is None
+    free = tmp_path / "free"
+    free.touch()
+    assert libtpu_lock_holder(free) is None
+
+
+def test_every_notebooks_first_cell_names_the_kernel_that_holds_the_tpu(held_lock):
+    path, pid = held_lock
+    with pytest.raises(TPUHeldError) as e:
+        check_tpu_build(_TPUVM(), "torch", installed=lambda n: "1", tpu_devices=lambda: ["TPU"],
+                        lock_holder=lambda: libtpu_lock_holder(path))
+    msg = str(e.value)
+    assert f"process {pid}" in msg and "ipykernel_launcher" in msg, msg  # which process, and what it is
+    assert "shut that kernel down" in msg and f"kill {pid}" in msg and "rm " in msg
+    with pytest.raises(TPUHeldError):
+        tpu_lock.check_tpu_free(str(path))
+
+
+def test_a_free_tpu_passes(tmp_path):
+    assert "PJRT device TPU" in check_tpu_build(_TPUVM(), "torch", installed=lambda n: "1",
+                                                tpu_devices=lambda: ["TPU"], lock_holder=lambda: None)
+    tpu_lock.check_tpu_free(str(tmp_path / "none"))

@@ -1,0 +1,357 @@
+"""Rehearse today's hosted TPU runtimes on this CPU: each image's packages on its Python, the notebook's install
+cell run verbatim on top, then ``pip check`` and the course's first notebooks.
+
+    ./course python tools/rehearse_hosted.py                      # every target and framework
+    ./course python tools/rehearse_hosted.py colab-tpu torch      # one
+
+For each target (`TARGETS`: the image snapshot in ``tools/images/`` and the Python it runs):
+
+1. **The image**: a virtual environment on the image's Python with the snapshot's packages at their versions
+   (``--no-deps``: exactly the image, no resolution). What the package registry cannot give is replaced or left
+   out, and ``image.txt`` in the environment says which: a CPU wheel of torch from PyTorch's own index
+   (``torch @ https://download.pytorch.org/...+cpu``) is stood in for by PyPI's build of the same version, with the
+   CUDA libraries that build needs; system packages with no wheel (``python-apt``, ``dbus-python``, ...) are
+   dropped. ``pip check`` of this environment is the image's own baseline.
+2. **The install cell**: the environment copied (hard links) per framework, and a notebook's install cell run in
+   it *verbatim* with the image's variables (``COLAB_RELEASE_TAG`` / ``KAGGLE_KERNEL_RUN_TYPE``,
+   ``TPU_ACCELERATOR_TYPE``), the helper package from the wheel built from this checkout (``TPU_COURSE_HELPER``).
+3. **pip check**: every line that is not in the image's baseline nor documented in `ALLOWED_PIP_CHECK` fails.
+4. **What the lessons need**: TensorFlow builds ``TFAutoModelForMaskedLM.from_config`` through transformers;
+   PyTorch imports lightning and ``BertForSequenceClassification``.
+5. **The notebooks** (`NOTEBOOKS`) run at the ``ci`` profile on the CPU in that environment (nbval, each alone in
+   an empty folder), with the image's variables but no TPU: the TPU builds must work off a TPU.
+
+Environments are cached under ``${TPU_COURSE_ENV_ROOT:-~/.cache/tpu-course}/hosted/``, keyed by the snapshot and the
+install cell: a rerun repeats steps 2-5 on the cached environment (pip finds everything installed but the helper).
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import install_plan  # noqa: E402
+
+BUILDER_VERSION = "1"  # bump to rebuild every cached image environment
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    image: str  # tools/images/<image>-tpu.txt
+    variables: dict = field(default_factory=dict)  # what the runtime sets in every process
+    tpu: dict = field(default_factory=dict)  # what it sets on a TPU (only for the install cell: no TPU here)
+
+    @property
+    def python(self) -> str:
+        return ".".join(install_plan.image_snapshot(self.image)[0]["python"].split(".")[:2])
+
+
+TARGETS = {
+    # Colab sets COLAB_RELEASE_TAG in every runtime and TPU_ACCELERATOR_TYPE on a TPU VM (v5e-1: v5litepod-1)
+    "colab-tpu": Target("colab-tpu", "colab", {"COLAB_RELEASE_TAG": "release-colab-tpu-rehearsal"},
+                        {"TPU_ACCELERATOR_TYPE": "v5litepod-1"}),
+    # Kaggle's TPU Dockerfile sets ISTPUVM and TPU_PROCESS_ADDRESSES; its kernels carry KAGGLE_KERNEL_RUN_TYPE
+    "kaggle-tpu": Target("kaggle-tpu", "kaggle", {"KAGGLE_KERNEL_RUN_TYPE": "Interactive", "ISTPUVM": "1",
+                                                  "TPU_PROCESS_ADDRESSES": "local"},
+                         {"TPU_ACCELERATOR_TYPE": "v5litepod-8"}),
+}
+NOTEBOOKS = {"tf": ("00_is_my_runtime_ready", "03_tpu_access_tensorflow"), "torch": ("02_xla_rules_pytorch_xla",)}
+INSTALL_CELL_FROM = {"tf": "00_is_my_runtime_ready", "torch": "02_xla_rules_pytorch_xla"}
+# pip check lines the course accepts, each with its reason
+ALLOWED_PIP_CHECK = {
+    r"tf-keras [0-9.]+ requires tensorflow, which is not installed\.":
+        "tf-keras names `tensorflow`; the TPU plan installs `tensorflow-tpu` (the same package) instead, on purpose",
+}
+# Off a TPU, nothing of the TPU builds may look for a TPU or a metadata server (a hang, not a failure)
+OFF_TPU = {"TPU_SKIP_MDS_QUERY": "1", "PJRT_DEVICE": "CPU", "JAX_PLATFORMS": "cpu"}
+LESSON_CHECKS = {
+    "tf": ("from tpu_helpers.core.frameworks import use_framework; use_framework('tf'); import transformers; "
+           "c = transformers.RobertaConfig(vocab_size=64, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,"
+           " intermediate_size=32, max_position_embeddings=40); "
+           "m = transformers.TFAutoModelForMaskedLM.from_config(c); print('TFAutoModelForMaskedLM', type(m).__name__)"),
+    "torch": ("from tpu_helpers.core.frameworks import use_framework; use_framework('torch'); import lightning; "
+              "from transformers import BertForSequenceClassification; "
+              "print('lightning', lightning.__version__, BertForSequenceClassification.__name__)"),
+}
+VERSIONS_SHOWN = ("tensorflow", "tensorflow-tpu", "tensorflow-cpu", "keras", "tf-keras", "torch", "torch-xla",
+                  "torchvision", "torchaudio", "libtpu", "jax", "transformers", "accelerate", "lightning", "tpu-course")
+
+
+class RehearsalError(RuntimeError):
+    """A step of a rehearsal failed; the message says which and shows pip's or Python's last lines."""
+
+
+def env_root() -> Path:
+    return Path(os.environ.get("TPU_COURSE_ENV_ROOT", Path.home() / ".cache" / "tpu-course")) / "hosted"
+
+
+def find_python(version: str) -> str:
+    """An interpreter of `version` ("3.13"): ``python3.13`` on PATH, else pyenv's, else TPU_COURSE_PYTHON313."""
+    named = os.environ.get(f"TPU_COURSE_PYTHON{version.replace('.', '')}")
+    candidates = [named] if named else []
+    candidates.append(shutil.which(f"python{version}"))
+    pyenv = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
+    candidates += sorted((str(p) for p in pyenv.glob(f"{version}.*/bin/python{version}")), reverse=True)
+    for c in candidates:  # the first that runs and is that version (pyenv's shims exist but may refuse)
+        if c and Path(c).exists() and subprocess.run(
+                [c, "-c", f"import sys; assert '%d.%d' % sys.version_info[:2] == '{version}'"],
+                capture_output=True).returncode == 0:
+            return c
+    raise RehearsalError(f"no Python {version} found (the image runs {version}): install it (pyenv install "
+                         f"{version}) or set TPU_COURSE_PYTHON{version.replace('.', '')} to its interpreter")
+
+
+def _run(cmd: list[str], what: str, **kw) -> subprocess.CompletedProcess:
+    proc = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    if proc.returncode:
+        tail = "\n".join(ln for ln in (proc.stderr + proc.stdout).splitlines() if "is ignored" not in ln)[-3000:]
+        raise RehearsalError(f"{what} failed (exit {proc.returncode}):\n{tail}")
+    return proc
+
+
+def _pip(python: str, *args: str, what: str) -> subprocess.CompletedProcess:
+    return _run([python, "-m", "pip", "--disable-pip-version-check", *args], what)
+
+
+def snapshot_requirements(image: str) -> tuple[list[str], dict[str, str]]:
+    """The snapshot as ``name==version`` lines, and {name: why} for each line replaced (a wheel the registry has
+    under another name or build)."""
+    path = install_plan.IMAGES_DIR / f"{image}-tpu.txt"
+    lines, standins = [], {}
+    for line in path.read_text().splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        m = re.match(r"([A-Za-z0-9_.\-]+) @ (\S+)", line)
+        if m:
+            name, url = m.groups()
+            v = re.search(r"-(\d[\w.]*?)(%2B\w+)?-cp\d+", url)
+            if v:
+                lines.append(f"{name}=={v.group(1)}")
+                standins[name] = f"{url.rsplit('/', 1)[-1]} -> PyPI's {name}=={v.group(1)}"
+            else:
+                standins[name] = f"left out: {url} is not on the package registry"
+            continue
+        lines.append(line)
+    return lines, standins
+
+
+def _key(*parts: str) -> str:
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:12]
+
+
+def image_env(target: Target, log=print) -> Path:
+    """The image's environment (built once, then cached)."""
+    text = (install_plan.IMAGES_DIR / f"{target.image}-tpu.txt").read_text()
+    folder = env_root() / f"image-{target.image}-py{target.python}-{_key(text, BUILDER_VERSION)}"
+    if (folder / ".complete").exists():
+        return folder
+    python = find_python(target.python)
+    log(f"[{target.name}] building the image environment {folder} (first time: a few minutes)")
+    shutil.rmtree(folder, ignore_errors=True)  # an unfinished one of ours (no .complete)
+    _run([python, "-m", "venv", str(folder)], "creating the virtual environment")
+    py = str(folder / "bin" / "python")
+    reqs, standins = snapshot_requirements(target.image)
+    dropped = []
+    req_file = folder / "image-requirements.txt"
+    for _ in range(60):  # drop, one at a time, what has no wheel for this Python on the registry
+        req_file.write_text("\n".join(reqs) + "\n")
+        proc = subprocess.run([py, "-m", "pip", "install", "--quiet", "--no-deps", "--only-binary=:all:", "-r",
+                               str(req_file)], capture_output=True, text=True)
+        if proc.returncode == 0:
+            break
+        bad = re.search(r"No matching distribution found for (\S+)", proc.stderr)
+        if not bad:
+            raise RehearsalError(f"installing the {target.image} image's packages failed:\n{proc.stderr[-3000:]}")
+        dropped.append(bad.group(1))
+        reqs = [r for r in reqs if r.lower() != bad.group(1).lower()]
+    else:
+        raise RehearsalError("too many of the image's packages have no wheel: is the registry reachable?")
+    # a stand-in (PyPI's CUDA build of torch for the image's CPU wheel) with what it needs to import
+    for name in standins:
+        pin = next((r for r in reqs if r.lower().startswith(f"{name.lower()}==")), None)
+        if pin:
+            _pip(py, "install", "--quiet", "--only-binary=:all:", pin, what=f"installing {pin}'s dependencies")
+    baseline = subprocess.run([py, "-m", "pip", "check"], capture_output=True, text=True)  # the image's own lines
+    (folder / "pip-check-baseline.txt").write_text(baseline.stdout)
+    (folder / "image.txt").write_text(json.dumps({"python": target.python, "stand-ins": standins,
+                                                  "left out (no wheel for this Python)": dropped}, indent=1))
+    (folder / ".complete").touch()
+    return folder
+
+
+def _clone(src: Path, dst: Path) -> None:
+    """A hard-link copy of a virtual environment, its scripts pointed at the copy."""
+    tmp = dst.with_name(dst.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    _run(["cp", "-al", str(src), str(tmp)], "copying the image environment")
+    for f in [*(tmp / "bin").iterdir(), tmp / "pyvenv.cfg"]:
+        if f.is_file() and not f.is_symlink():
+            try:
+                text = f.read_text()
+            except (UnicodeDecodeError, OSError):
+                continue
+            if str(src) in text:
+                f.unlink()  # break the hard link before writing
+                f.write_text(text.replace(str(src), str(dst)))
+                f.chmod(0o755)
+    (tmp / ".complete").unlink(missing_ok=True)
+    tmp.rename(dst)
+
+
+def install_cell(framework: str, notebooks: Path = ROOT / "notebooks") -> str:
+    import nbformat
+
+    path = notebooks / f"{INSTALL_CELL_FROM[framework]}.ipynb"
+    cell = next(c for c in nbformat.read(path, as_version=4).cells if "install" in c.metadata.get("tags", []))
+    return cell.source
+
+
+def build_wheel(folder: Path) -> Path:
+    """The tpu-course wheel of this checkout (what ./course installs), into `folder`."""
+    src = folder / "src"
+    src.mkdir(parents=True)
+    for name in ("pyproject.toml", "README.md", "requirements.txt"):
+        shutil.copy2(ROOT / name, src / name)
+    shutil.copytree(ROOT / "tpu_helpers", src / "tpu_helpers", ignore=shutil.ignore_patterns("__pycache__"))
+    _run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(folder / "wheel"), str(src)],
+         "building the tpu-course wheel")
+    return next((folder / "wheel").glob("*.whl"))
+
+
+def variables(target: Target, on_tpu: bool) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TPU_", "COLAB_", "KAGGLE_", "PJRT_"))
+           and k not in ("ISTPUVM", "VIRTUAL_ENV", "PYTHONPATH")}
+    env.update(target.variables)
+    env.update(target.tpu if on_tpu else OFF_TPU)
+    return env
+
+
+def framework_env(target: Target, framework: str, wheel: Path, log=print) -> tuple[Path, str]:
+    """The image's environment with this framework's install cell run in it verbatim; (folder, the cell's output)."""
+    base = image_env(target, log)
+    cell = install_cell(framework)
+    folder = env_root() / f"{target.name}-{framework}-{_key(base.name, cell)}"
+    if not (folder / ".complete").exists():
+        log(f"[{target.name} x {framework}] copying the image and running the install cell")
+        shutil.rmtree(folder, ignore_errors=True)
+        _clone(base, folder)
+    env = variables(target, on_tpu=True)
+    env["TPU_COURSE_HELPER"] = str(wheel)
+    proc = subprocess.run([str(folder / "bin" / "python"), "-c", cell], capture_output=True, text=True, env=env,
+                          cwd=tempfile.gettempdir())
+    output = proc.stdout + proc.stderr
+    (folder / "install-cell-output.txt").write_text(output)
+    if proc.returncode:
+        raise RehearsalError(f"[{target.name} x {framework}] the install cell failed (exit {proc.returncode}):\n"
+                             + "\n".join(ln for ln in output.splitlines() if "is ignored" not in ln)[-3000:])
+    (folder / ".complete").touch()
+    return folder, output
+
+
+def new_pip_check_lines(folder: Path, base: Path) -> list[str]:
+    """pip check's lines that neither the image had before the install cell nor `ALLOWED_PIP_CHECK` documents."""
+    proc = subprocess.run([str(folder / "bin" / "python"), "-m", "pip", "check"], capture_output=True, text=True)
+    baseline = set((base / "pip-check-baseline.txt").read_text().splitlines())
+    lines = [ln for ln in proc.stdout.splitlines() if ln and not ln.startswith("No broken requirements")]
+    return [ln for ln in lines if ln not in baseline and not any(re.fullmatch(p, ln) for p in ALLOWED_PIP_CHECK)]
+
+
+def installed_versions(folder: Path) -> dict[str, str]:
+    proc = _run([str(folder / "bin" / "python"), "-m", "pip", "list", "--format=json"], "pip list")
+    have = {d["name"].lower().replace("_", "-"): d["version"] for d in json.loads(proc.stdout)}
+    return {n: have[n] for n in VERSIONS_SHOWN if n in have}
+
+
+def lesson_check(target: Target, framework: str, folder: Path) -> str:
+    proc = _run([str(folder / "bin" / "python"), "-c", LESSON_CHECKS[framework]],
+                f"[{target.name} x {framework}] the lessons' imports", env=variables(target, on_tpu=False),
+                cwd=tempfile.gettempdir(), timeout=600)
+    return proc.stdout.strip().splitlines()[-1]
+
+
+def kernel(folder: Path, name: str) -> Path:
+    """A Jupyter kernel spec for the environment; returns the folder to put on JUPYTER_PATH."""
+    spec = folder / "share" / "jupyter" / "kernels" / name
+    spec.mkdir(parents=True, exist_ok=True)
+    (spec / "kernel.json").write_text(json.dumps({
+        "argv": [str(folder / "bin" / "python"), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": name, "language": "python"}))
+    return folder / "share" / "jupyter"
+
+
+def run_notebooks(target: Target, framework: str, folder: Path, tmp: Path, extra: list[str] | None = None) -> int:
+    """nbval over the framework's notebooks, each alone in an empty folder, in the rehearsal's kernel."""
+    name = f"rehearse-{target.name}-{framework}"
+    env = variables(target, on_tpu=False)
+    env["JUPYTER_PATH"] = str(kernel(folder, name))
+    env.setdefault("TPU_COURSE_PROFILE", "ci")
+    env.setdefault("TPU_COURSE_SOLUTIONS", "1")
+    copies = []
+    for stem in NOTEBOOKS[framework]:
+        (tmp / stem).mkdir(parents=True)
+        copies.append(str(shutil.copy2(ROOT / "notebooks" / f"{stem}.ipynb", tmp / stem)))
+    pytest = Path(sys.executable).with_name("pytest")
+    cmd = [str(pytest) if pytest.exists() else sys.executable, *([] if pytest.exists() else ["-m", "pytest"]),
+           "--nbval-lax", f"--nbval-kernel-name={name}", "--nbval-cell-timeout=900", "--nbval-sanitize-with",
+           str(ROOT / "tests" / "nbval_sanitize.cfg"), "--rootdir", str(tmp), "-c", os.devnull,
+           "-p", "no:cacheprovider", "-q", *copies, *(extra or [])]
+    return subprocess.call(cmd, cwd=tmp, env=env)
+
+
+def rehearse(target_name: str, framework: str, log=print, notebooks: bool = True) -> dict:
+    """Every step for one target and framework; raises `RehearsalError` at the first that fails."""
+    target = TARGETS[target_name]
+    with tempfile.TemporaryDirectory(prefix="tpu-course-rehearsal-") as tmp:
+        wheel = build_wheel(Path(tmp) / "build")
+        folder, output = framework_env(target, framework, wheel, log)
+        base = image_env(target, log)
+        plan = next((ln for ln in output.splitlines() if "plan '" in ln), "")
+        log(f"[{target.name} x {framework}] install cell: exit 0; {plan}")
+        new = new_pip_check_lines(folder, base)
+        if new:
+            raise RehearsalError(f"[{target.name} x {framework}] pip check after the install cell:\n" + "\n".join(new))
+        log(f"[{target.name} x {framework}] pip check: nothing new beyond the image's own lines and the documented ones")
+        log(f"[{target.name} x {framework}] {lesson_check(target, framework, folder)}")
+        versions = installed_versions(folder)
+        log(f"[{target.name} x {framework}] python {target.python}: "
+            + " ".join(f"{k}=={v}" for k, v in versions.items()))
+        if notebooks:
+            rc = run_notebooks(target, framework, folder, Path(tmp) / "nb")
+            if rc:
+                raise RehearsalError(f"[{target.name} x {framework}] notebooks {', '.join(NOTEBOOKS[framework])} "
+                                     f"failed (nbval exit {rc}; its report is above)")
+            log(f"[{target.name} x {framework}] notebooks {', '.join(NOTEBOOKS[framework])}: passed")
+    return {"python": target.python, "plan": plan, "versions": versions}
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("target", nargs="?", choices=sorted(TARGETS))
+    ap.add_argument("framework", nargs="?", choices=install_plan.FRAMEWORKS)
+    ap.add_argument("--no-notebooks", action="store_true", help="stop after the lessons' imports")
+    args = ap.parse_args(argv)
+    failed = 0
+    for t in [args.target] if args.target else sorted(TARGETS):
+        for fw in [args.framework] if args.framework else install_plan.FRAMEWORKS:
+            try:
+                rehearse(t, fw, notebooks=not args.no_notebooks)
+            except RehearsalError as e:
+                print(f"FAILED: {e}", flush=True)
+                failed += 1
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,79 @@
+"""Who holds the TPU: only one process at a time can hold the chips of a TPU VM.
+
+libtpu takes a POSIX ``lockf`` lock on ``/tmp/libtpu_lockfile`` and keeps it until its process exits, so a second
+notebook kernel (or a TensorFlow probe followed by a PyTorch/XLA one) finds the chips taken. Every notebook's first
+cell (`tpu_helpers.core.frameworks.check_tpu_build`) and the launchers ask `libtpu_lock_holder` first and name the
+holder. Framework-free.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+__all__ = ["LIBTPU_LOCKFILE", "TPUHeldError", "libtpu_lock_holder", "process_command", "held_message",
+           "check_tpu_free"]
+
+LIBTPU_LOCKFILE = "/tmp/libtpu_lockfile"
+
+
+class TPUHeldError(RuntimeError):
+    """Another process holds the TPU; the message names it and says how to free the chips."""
+
+
+def libtpu_lock_holder(path: str | os.PathLike[str] = LIBTPU_LOCKFILE, proc_locks: str = "/proc/locks",
+                       self_pid: int | None = None) -> int | None:
+    """The pid of another process holding libtpu's lock on `path`, or None.
+
+    ``/proc/locks`` lists such locks as ``N: POSIX ADVISORY WRITE <pid> <major>:<minor>:<inode> ...``.
+    """
+    try:
+        st = os.stat(path)
+        lines = Path(proc_locks).read_text().splitlines()
+    except OSError:
+        return None
+    self_pid = os.getpid() if self_pid is None else self_pid
+    for line in lines:
+        parts = line.split()
+        if "->" in parts:  # a waiter, not a holder
+            continue
+        try:
+            i = parts.index("POSIX")
+            pid, dev_inode = int(parts[i + 3]), parts[i + 4]
+            major, minor, inode = dev_inode.split(":")
+        except (ValueError, IndexError):
+            continue
+        if (int(inode) == st.st_ino and int(major, 16) == os.major(st.st_dev)
+                and int(minor, 16) == os.minor(st.st_dev) and pid != self_pid):
+            return pid
+    return None
+
+
+def process_command(pid: int) -> str:
+    """The command line of a process ("" when it cannot be read)."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return ""
+
+
+def held_message(pid: int | None, path: str = LIBTPU_LOCKFILE) -> tuple[str, str]:
+    """(what happened, what to do) when the TPU is held by `pid` (None: holder unknown)."""
+    command = " ".join((process_command(pid) if pid else "").split())
+    if len(command) > 160:  # its start (the program) and its end (the script or kernel arguments)
+        command = f"{command[:80]} ... {command[-75:]}"
+    who = f"process {pid}" + (f" ({command})" if command else "") if pid else "another process"
+    kernel = " it is another notebook's Jupyter kernel:" if "ipykernel" in command else ""
+    what = (f"The TPU is already in use by {who}: only one process at a time can hold the chips of a TPU VM "
+            f"(libtpu locks {path}).")
+    fix = (f"stop it:{kernel} in Jupyter shut that kernel down (Kernel > Shut Down Kernel, or the Running tab), or "
+           + (f"`kill {pid}`" if pid else "find it with `sudo lsof -w /dev/accel0` or `/dev/vfio/0`")
+           + f"; then restart this kernel. If no such process is left, remove a stale lock: `sudo rm {path}`.")
+    return what, fix
+
+
+def check_tpu_free(path: str = LIBTPU_LOCKFILE, proc_locks: str = "/proc/locks") -> None:
+    """Raise `TPUHeldError` naming the holder when another process holds libtpu's lock; else return."""
+    pid = libtpu_lock_holder(path, proc_locks)
+    if pid is not None:
+        what, fix = held_message(pid, path)
+        raise TPUHeldError(f"{what} To fix: {fix}")
