@@ -190,6 +190,7 @@ def vm_requirements(framework: str, requirements: Path = REQUIREMENTS) -> list[s
     and with this framework's TPU build (``./course setup --tpu``). The pip calls of `framework_calls` that are
     not installs (the TF uninstall) have nothing to remove in a new environment."""
     pins = read_pins(requirements)
+    python = "%d.%d" % sys.version_info[:2]  # ./course runs this with the interpreter the environment will have
     other = next(fw for fw in FRAMEWORKS if fw != framework)
     drop = {n for fw in FRAMEWORKS for n in FRAMEWORK_PINS[fw]} | set(NEEDS_FRAMEWORK[other])
     out = []
@@ -198,7 +199,7 @@ def vm_requirements(framework: str, requirements: Path = REQUIREMENTS) -> list[s
         if name and name.group(1).lower().replace("_", "-") in drop:
             continue
         out.append(line)
-    for call in framework_calls(framework, "tpu", pins):
+    for call in framework_calls(framework, "tpu", pins, python if python in PYTHONS else None):
         if call[0] == "install" and "--no-deps" not in call:
             out += call[1:]
     return out

@@ -72,6 +72,9 @@ INSTALL_CELL_FROM = {"tf": "00_is_my_runtime_ready", "torch": "02_xla_rules_pyto
 ALLOWED_PIP_CHECK = {
     r"tf-keras [0-9.]+ requires tensorflow, which is not installed\.":
         "tf-keras names `tensorflow`; the TPU plan installs `tensorflow-tpu` (the same package) instead, on purpose",
+    r"diffusers [0-9.]+ has requirement huggingface-hub[^,]*,>=1\.[0-9.]+, but you have huggingface-hub 0\.36\.2\.":
+        "Kaggle's image has diffusers for huggingface-hub 1.x; transformers 4.57 (the last line with TensorFlow "
+        "models) needs huggingface-hub < 1.0. The course does not use diffusers: it is broken for that session only",
 }
 # Off a TPU, nothing of the TPU builds may look for a TPU or a metadata server (a hang, not a failure)
 OFF_TPU = {"TPU_SKIP_MDS_QUERY": "1", "PJRT_DEVICE": "CPU", "JAX_PLATFORMS": "cpu"}
@@ -167,9 +170,11 @@ def image_env(target: Target, log=print) -> Path:
     req_file = folder / "image-requirements.txt"
     for _ in range(60):  # drop, one at a time, what has no wheel for this Python on the registry
         req_file.write_text("\n".join(reqs) + "\n")
-        proc = subprocess.run([py, "-m", "pip", "install", "--quiet", "--no-deps", "--only-binary=:all:", "-r",
-                               str(req_file)], capture_output=True, text=True)
+        proc = subprocess.run([py, "-m", "pip", "install", "--quiet", "--dry-run", "--no-deps", "--only-binary=:all:",
+                               "-r", str(req_file)], capture_output=True, text=True)
         if proc.returncode == 0:
+            _pip(py, "install", "--quiet", "--no-deps", "--only-binary=:all:", "-r", str(req_file),
+                 what=f"installing the {target.image} image's packages")
             break
         bad = re.search(r"No matching distribution found for (\S+)", proc.stderr)
         if not bad:
@@ -231,8 +236,8 @@ def build_wheel(folder: Path) -> Path:
 
 
 def variables(target: Target, on_tpu: bool) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("TPU_", "COLAB_", "KAGGLE_", "PJRT_"))
-           and k not in ("ISTPUVM", "VIRTUAL_ENV", "PYTHONPATH")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TPU_", "COLAB_", "KAGGLE_", "PJRT_", "USE_"))
+           and k not in ("ISTPUVM", "VIRTUAL_ENV", "PYTHONPATH", "FORCE_TF_AVAILABLE", "JUPYTER_PATH")}
     env.update(target.variables)
     env.update(target.tpu if on_tpu else OFF_TPU)
     return env
@@ -310,11 +315,12 @@ def run_notebooks(target: Target, framework: str, folder: Path, tmp: Path, extra
     return subprocess.call(cmd, cwd=tmp, env=env)
 
 
-def rehearse(target_name: str, framework: str, log=print, notebooks: bool = True) -> dict:
-    """Every step for one target and framework; raises `RehearsalError` at the first that fails."""
+def rehearse(target_name: str, framework: str, log=print, notebooks: bool = True, wheel: Path | None = None) -> dict:
+    """Every step for one target and framework; raises `RehearsalError` at the first that fails. ``wheel``: the
+    tpu-course wheel to install (built from this checkout when None)."""
     target = TARGETS[target_name]
     with tempfile.TemporaryDirectory(prefix="tpu-course-rehearsal-") as tmp:
-        wheel = build_wheel(Path(tmp) / "build")
+        wheel = wheel or build_wheel(Path(tmp) / "build")
         folder, output = framework_env(target, framework, wheel, log)
         base = image_env(target, log)
         plan = next((ln for ln in output.splitlines() if "plan '" in ln), "")

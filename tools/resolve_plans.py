@@ -1,13 +1,16 @@
 """Resolve every install plan against the package registry and print what each target would install.
 
-    ./course python tools/resolve_plans.py                 # all targets, this Python
-    ./course python tools/resolve_plans.py --python 3.12   # as Colab's Python would resolve them
+    ./course python tools/resolve_plans.py                 # all targets, each on its Python
+    ./course python tools/resolve_plans.py --only colab    # the targets whose name contains "colab"
+    ./course python tools/resolve_plans.py --wheel dist/tpu_course-0.2.0-py3-none-any.whl   # the helper too
 
 The ``pip install`` calls of a plan (`install_plan.hosted_plan`, and the Cloud TPU VM environments) are resolved
 together, as the environment they leave behind (pip keeps what an earlier call installed when it satisfies a later
 one), with ``pip install --dry-run --ignore-installed --report`` (nothing is installed; wheels' metadata is
-fetched); the ``--no-deps`` calls on their own. The helper package itself (``git+https://github.com/...``,
-``--no-deps``) is not fetched. A target fails
+fetched); the ``--no-deps`` calls on their own. Each hosted target resolves on its image's Python (Colab 3.13,
+Kaggle 3.12: ``tools/images/``) with that image's plan variant (`install_plan.plan_key`). The helper package
+(``git+https://github.com/...``) is replaced by ``--wheel`` when given (so its ``requires-python`` is checked), else
+left out. A target fails
 when its TensorFlow plan would install the ``tensorflow`` distribution next to ``tensorflow-tpu``, or when a TPU
 plan installs no ``libtpu``. Exit status 1 then.
 """
@@ -32,24 +35,35 @@ def resolve(args: list[str], python: str | None) -> dict[str, str]:
                "--report", str(report), *args]
         if python:
             # Colab's and Kaggle's images are Ubuntu 22.04 (glibc 2.35): every manylinux tag up to that
-            platforms = [f"manylinux_2_{minor}_x86_64" for minor in range(35, 16, -1)] + ["manylinux2014_x86_64",
-                                                                                           "linux_x86_64"]
+            platforms = [f"manylinux_2_{minor}_x86_64" for minor in range(35, 16, -1)] + [
+                "manylinux2014_x86_64", "manylinux2010_x86_64", "manylinux1_x86_64", "linux_x86_64"]
             cmd += ["--python-version", python, "--only-binary=:all:", "--target", str(Path(tmp) / "t"),
                     *[a for plat in platforms for a in ("--platform", plat)]]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode:
-            raise RuntimeError(f"pip could not resolve {' '.join(args)}:\n{proc.stderr.strip()[-2000:]}")
+            err = "\n".join(ln for ln in proc.stderr.splitlines() if "is ignored: it is neither" not in ln)
+            raise RuntimeError(f"pip could not resolve {' '.join(args)}:\n{err.strip()[-2000:]}")
         data = json.loads(report.read_text())
     return {item["metadata"]["name"].lower().replace("_", "-"): item["metadata"]["version"]
             for item in data["install"]}
 
 
-def targets() -> list[tuple[str, list[list[str]]]]:
+def targets(wheel: str | None = None) -> list[tuple[str, str | None, list[list[str]]]]:
+    """(name, Python version or None for this interpreter's, pip calls) of every target."""
     out = []
+    helper = install_plan.helper_spec("tpu-course/tpu-course", install_plan.project_version())
+    hosted = [(image, ".".join(install_plan.image_snapshot(image)[0]["python"].split(".")[:2]))
+              for image in install_plan.IMAGES]
     for framework in install_plan.FRAMEWORKS:
+        plans = install_plan.plan_variants(framework, "tpu-course/tpu-course")
+        for image, python in hosted:
+            calls = plans[install_plan.plan_key(plans, "tpu", image, python)]
+            if wheel:
+                calls = [[wheel if a == helper else a for a in c] for c in calls]
+            out.append((f"{image.capitalize()} TPU (Python {python}) x {framework}", python, calls))
         for accelerator in install_plan.ACCELERATORS:
             calls = install_plan.hosted_plan(framework, accelerator, "tpu-course/tpu-course")
-            out.append((f"Colab/Kaggle {accelerator.upper()} x {framework}", calls))
+            out.append((f"Colab/Kaggle {accelerator.upper()} (this Python) x {framework}", None, calls))
     for framework in install_plan.FRAMEWORKS:
         with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
             f.write("\n".join(install_plan.vm_requirements(framework)) + "\n")
@@ -57,44 +71,52 @@ def targets() -> list[tuple[str, list[list[str]]]]:
         no_deps = install_plan.vm_no_deps(framework)
         if no_deps:
             calls.append(["install", "--no-deps", *no_deps])
-        out.append((f"Cloud TPU VM environment x {framework} (./course setup --tpu)", calls))
+        out.append((f"Cloud TPU VM environment x {framework} (./course setup --tpu)", None, calls))
     return out
+
+
+def check(name: str, python: str | None, calls: list[list[str]]) -> tuple[dict[str, str], list[str]]:
+    """({distribution: version} the target leaves behind, its problems). Raises RuntimeError if pip cannot
+    resolve it."""
+    dists: dict[str, str] = {}
+    together: list[str] = []
+    for call in calls:
+        if "install" not in call:
+            continue  # pip uninstall: installs nothing
+        pip_args = [a for a in call if a not in ("-q", "install") and not a.startswith("tpu-course @")]
+        if "--no-deps" in pip_args:
+            if pip_args != ["--no-deps"]:
+                dists.update(resolve(pip_args, python))
+        else:
+            together += pip_args
+    dists.update(resolve(together, python))
+    tpu = "TPU" in name or "VM" in name
+    problems = []
+    if "tensorflow-tpu" in dists and ("tensorflow" in dists or "tensorflow-cpu" in dists):
+        problems.append("installs `tensorflow` next to `tensorflow-tpu` (two builds in one folder)")
+    if tpu and "libtpu" not in dists:
+        problems.append("installs no libtpu")
+    return dists, problems
 
 
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--python", help="resolve for this Python version (e.g. 3.12) instead of this interpreter's")
+    ap.add_argument("--python", help="resolve the targets that use this interpreter's Python for this one instead")
     ap.add_argument("--only", help="only targets whose name contains this text")
+    ap.add_argument("--wheel", help="the tpu-course wheel to resolve in place of the helper's git requirement")
     args = ap.parse_args(argv)
     failed = 0
-    for name, calls in targets():
+    for name, python, calls in targets(args.wheel):
         if args.only and args.only.lower() not in name.lower():
             continue
-        dists: dict[str, str] = {}
-        together: list[str] = []
         try:
-            for call in calls:
-                if "install" not in call:
-                    continue  # pip uninstall: installs nothing
-                pip_args = [a for a in call if a not in ("-q", "install") and not a.startswith("tpu-course @")]
-                if "--no-deps" in pip_args:
-                    if pip_args != ["--no-deps"]:
-                        dists.update(resolve(pip_args, args.python))
-                else:
-                    together += pip_args
-            dists.update(resolve(together, args.python))
+            dists, problems = check(name, python or args.python, calls)
         except RuntimeError as e:
             print(f"\n== {name}: FAILED\n{e}")
             failed += 1
             continue
-        tpu = "TPU" in name or "VM" in name
-        problems = []
-        if "tensorflow-tpu" in dists and ("tensorflow" in dists or "tensorflow-cpu" in dists):
-            problems.append("installs `tensorflow` next to `tensorflow-tpu` (two builds in one folder)")
-        if tpu and "libtpu" not in dists:
-            problems.append("installs no libtpu")
         key = ("tensorflow", "tensorflow-tpu", "tensorflow-cpu", "tf-keras", "keras", "libtpu", "torch", "torch-xla",
-               "transformers", "accelerate")
+               "transformers", "accelerate", "tpu-course")
         print(f"\n== {name}: {'FAILED: ' + '; '.join(problems) if problems else 'ok'}")
         print("   " + "  ".join(f"{k}=={dists[k]}" for k in key if k in dists))
         print(f"   {len(dists)} distributions: " + " ".join(f"{k}=={v}" for k, v in sorted(dists.items())))

@@ -32,7 +32,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-from run_budgets import TOTAL_BUDGET_S, budget_flag  # noqa: E402  (tools/ is on sys.path)
+from run_budgets import HOSTED_BUDGET_S, TOTAL_BUDGET_S, budget_flag  # noqa: E402  (tools/ is on sys.path)
 
 NBVAL = ["--nbval-lax", "--nbval-current-env", "--nbval-cell-timeout=1500",
          "--nbval-sanitize-with", str(ROOT / "tests" / "nbval_sanitize.cfg")]
@@ -45,7 +45,8 @@ def pytest_command() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-P", "-m", "pytest"]
 
 
-FOLDERS = {"common": "framework-free unit tests", "tf": "TensorFlow unit tests", "torch": "PyTorch/XLA unit tests"}
+FOLDERS = {"common": "framework-free unit tests", "tf": "TensorFlow unit tests", "torch": "PyTorch/XLA unit tests",
+           "hosted": "hosted TPU runtimes rehearsed (Colab, Kaggle: tools/rehearse_hosted.py)"}
 LINT_PATHS = ["tpu_helpers", "tests", "tools", "benchmarks"]
 NOTEBOOKS = "notebooks, each alone in an empty folder (nbval)"
 
@@ -57,8 +58,9 @@ def framework_of(path: str) -> str:
 
 
 def groups() -> list[tuple[str, list[str]]]:
-    out = [(name, [f"tests/{folder}"]) for folder, name in FOLDERS.items()]
+    out = [(name, [f"tests/{folder}"]) for folder, name in FOLDERS.items() if folder != "hosted"]
     out.append((NOTEBOOKS, [str(p) for p in sorted((ROOT / "notebooks").glob("*.ipynb"))]))
+    out.append((FOLDERS["hosted"], ["tests/hosted"]))
     return out
 
 
@@ -163,7 +165,7 @@ def main(argv: list[str]) -> int:
         results, times, budget = [], [], None
     else:
         plan = groups()
-        budget = TOTAL_BUDGET_S  # the whole suite has a budget; some paths only do not
+        budget = TOTAL_BUDGET_S + HOSTED_BUDGET_S  # the whole suite has a budget; some paths only do not
         t = time.perf_counter()
         results = [lint()]
         times = [("lint", time.perf_counter() - t)]

@@ -81,10 +81,25 @@ def use_framework(name: str, *, environ: MutableMapping[str, str] | None = None,
                 + f"; it will not load {_NAMES[key]} models now. Restart the kernel and call "
                   f"use_framework({key!r}) before importing transformers.")
     environ.update(want)
+    if key == "tf" and "FORCE_TF_AVAILABLE" in want and environ is os.environ:
+        _datasets_sees_tensorflow_tpu(installed("tensorflow-tpu"))
     if key == "tf":
         environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # keep TF's C++ start-up chatter out of the notebook
         record_xla_compilations(environ)
     return key
+
+
+def _datasets_sees_tensorflow_tpu(version: str) -> None:
+    """datasets, like transformers, looks TensorFlow up under distribution names without ``tensorflow-tpu``
+    (``datasets/config.py``) and has no override: ``Dataset.to_tf_dataset`` then raises "Tensorflow is not
+    installed". Its functions read ``datasets.config.TF_AVAILABLE`` when called, so tell the config."""
+    try:
+        import datasets.config as config
+        from packaging.version import Version
+    except ImportError:
+        return
+    if not config.TF_AVAILABLE:
+        config.TF_AVAILABLE, config.TF_VERSION = True, Version(version)
 
 
 XLA_MODULE_RE = ".*tpucourse.*"  # the names tpu_helpers.xla_tf.xla.jit gives the functions it counts

@@ -37,8 +37,10 @@ def course_pins(distribution: str = "tpu-course") -> dict[str, str]:
     return pins
 
 
-def installed_versions(names=KEY_PACKAGES) -> dict[str, str | None]:
+def installed_versions(names=None) -> dict[str, str | None]:
     """Version of each distribution, or None when it is not installed (no import happens)."""
+    if names is None:  # the key packages and everything an install plan installs
+        names = tuple(dict.fromkeys(KEY_PACKAGES + PLAN_PACKAGES["tf"] + PLAN_PACKAGES["torch"]))
     out = {}
     for name in names:
         try:

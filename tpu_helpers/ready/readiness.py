@@ -14,7 +14,7 @@ import textwrap
 
 from tpu_helpers.core.runtime import Runtime, detect_runtime
 
-__all__ = ["tf_first_xla", "torch_xla_first_xla"]
+__all__ = ["tf_first_xla", "torch_xla_first_xla", "tf_host_xla_missing", "HOST_XLA_MISSING"]
 
 _TORCH_SCRIPT = textwrap.dedent("""
     import json, time
@@ -61,19 +61,68 @@ def torch_xla_first_xla(runtime: Runtime | None = None, timeout: float = 300) ->
     return json.loads(lines[-1])
 
 
-def tf_first_xla() -> dict:
-    """Compile and run a tiny function with ``jit_compile=True``; return its result and XLA's HLO text."""
+HOST_XLA_MISSING = "could not find registered transfer manager for platform Host"
+
+
+def tf_host_xla_missing() -> str | None:
+    """None when TensorFlow's XLA compiles for this machine's CPU; else TensorFlow's own error. The TPU build
+    (``tensorflow-tpu``) links no XLA:CPU backend: ``jit_compile=True`` on the host fails with "could not find
+    registered transfer manager for platform Host" (seen with tensorflow-tpu 2.20), so off a TPU it compiles
+    nothing, and on a TPU only what runs on the TPU."""
+    import tensorflow as tf
+
+    try:
+        with tf.device("/CPU:0"):
+            tf.function(lambda x: x + 1, jit_compile=True)(tf.zeros(1))
+    except tf.errors.NotFoundError as e:
+        if HOST_XLA_MISSING in str(e):
+            return str(e).strip().splitlines()[0]
+        raise
+    return None
+
+
+def _tpu_device(runtime: Runtime) -> str | None:
+    """On a TPU VM: connect TensorFlow to the local TPU (initialising it) and return its first TPU device."""
+    import tensorflow as tf
+
+    if not runtime.is_tpu_vm:
+        return None
+    tpus = tf.config.list_logical_devices("TPU")
+    if not tpus:
+        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu="local")
+        tf.config.experimental_connect_to_cluster(resolver)
+        tf.tpu.experimental.initialize_tpu_system(resolver)
+        tpus = tf.config.list_logical_devices("TPU")
+    return tpus[0].name if tpus else None
+
+
+def tf_first_xla(runtime: Runtime | None = None) -> dict:
+    """Compile and run a tiny function with ``jit_compile=True``; return its result and XLA's HLO text.
+
+    On a TPU VM it runs on the first TPU device (TensorFlow's TPU build has no XLA:CPU backend); elsewhere on the
+    CPU. Where no device can compile (the TPU build off a TPU) it returns ``xla: False`` and TensorFlow's error.
+    """
     import numpy as np
     import tensorflow as tf
+
+    runtime = runtime or detect_runtime()
+    xn = np.arange(6, dtype=np.float32).reshape(2, 3)
+    out = {"expected": float((xn @ xn.T).sum()), "tensorflow": tf.__version__}
+    device = _tpu_device(runtime) or "/CPU:0"
+    if device == "/CPU:0":
+        missing = tf_host_xla_missing()
+        if missing:
+            return {**out, "xla": False, "why": missing, "device": device,
+                    "devices": [d.name for d in tf.config.list_logical_devices()]}
 
     @tf.function(jit_compile=True)
     def gram_sum(x):
         return tf.reduce_sum(tf.matmul(x, x, transpose_b=True))
 
-    x = tf.reshape(tf.range(6, dtype=tf.float32), (2, 3))
-    value = float(gram_sum(x))
-    hlo = gram_sum.experimental_get_compiler_ir(x)(stage="hlo")
-    xn = np.arange(6, dtype=np.float32).reshape(2, 3)
-    return {"value": value, "expected": float((xn @ xn.T).sum()), "hlo": hlo,
-            "traces": gram_sum.experimental_get_tracing_count(), "tensorflow": tf.__version__,
+    with tf.device(device):
+        x = tf.reshape(tf.range(6, dtype=tf.float32), (2, 3))
+        value = float(gram_sum(x))
+        hlo = gram_sum.experimental_get_compiler_ir(x)(stage="hlo")
+    return {**out, "xla": True, "value": value, "hlo": hlo, "device": device,
+            "traces": gram_sum.experimental_get_tracing_count(),
             "devices": [d.name for d in tf.config.list_logical_devices()]}

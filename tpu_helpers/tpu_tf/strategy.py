@@ -54,7 +54,6 @@ import numbers
 import os
 import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from tpu_helpers.core.profiles import PROFILES

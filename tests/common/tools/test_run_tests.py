@@ -32,7 +32,8 @@ def test_verdict_counts_and_exit_codes():
 
 def test_tensorflow_and_torch_tests_never_share_a_process():
     plan = dict(run_tests.groups())
-    assert [plan[name] for name in run_tests.FOLDERS.values()] == [["tests/common"], ["tests/tf"], ["tests/torch"]]
+    assert [plan[name] for name in run_tests.FOLDERS.values()] == [["tests/common"], ["tests/tf"], ["tests/torch"],
+                                                                   ["tests/hosted"]]
     assert run_tests.framework_of("tests/tf/mlm/test_checks.py::test_x") == "tf"
     assert run_tests.framework_of("tests/course_testing.py") == ""
     assert run_tests.main(["--paths", "tests/tf/tpu_tf/test_strategy.py", "tests/torch/banking77/test_buckets.py"]) == 2

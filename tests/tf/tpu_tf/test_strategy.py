@@ -26,7 +26,6 @@ from tpu_helpers.tpu_tf.strategy import (
     describe_strategy,
     explain_tpu_error,
     get_strategy,
-    libtpu_lock_holder,
     tpu_target,
 )
 from tpu_helpers.xla_tf.xla import jit_compile_for, strategy_kind
