@@ -252,6 +252,8 @@ def framework_env(target: Target, framework: str, wheel: Path, log=print) -> tup
         log(f"[{target.name} x {framework}] copying the image and running the install cell")
         shutil.rmtree(folder, ignore_errors=True)
         _clone(base, folder)
+    # a runtime has no tpu-course before its first install cell (pip would keep a cached one of the same version)
+    _pip(str(folder / "bin" / "python"), "uninstall", "-y", "-q", "tpu-course", what="removing the previous helper")
     env = variables(target, on_tpu=True)
     env["TPU_COURSE_HELPER"] = str(wheel)
     proc = subprocess.run([str(folder / "bin" / "python"), "-c", cell], capture_output=True, text=True, env=env,

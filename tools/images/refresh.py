@@ -88,12 +88,13 @@ def kaggle(git: str | None) -> str:
     docker, _, _ = read(KAGGLE, git, "tpu/Dockerfile")
     env = dict(re.findall(r"^([A-Z_]+)=(\S+)", config, re.M))
     python = env["PYTHON_VERSION_PATH"].removeprefix("python")
-    wanted = []
+    wanted, wheels = [], {}
     for line in req.splitlines():
         line = line.split("#", 1)[0].strip()
         url = re.search(r"/(torch|torchaudio|torchvision|torch_xla)-\$\{(\w+)\}", line)
-        if url:
+        if url:  # the image's CPU wheels, from PyTorch's and PyTorch/XLA's own buckets: kept as `name @ URL`
             wanted.append(f"{url.group(1)}=={env[url.group(2)]}")
+            wheels[url.group(1).lower().replace("_", "-")] = re.sub(r"\$\{(\w+)\}", lambda m: env[m.group(1)], line)
             continue
         name = re.match(r"[A-Za-z0-9_.\-]+", line)
         if name and name.group(0) in KAGGLE_RELEVANT and "git+" not in line:
@@ -102,7 +103,8 @@ def kaggle(git: str | None) -> str:
     libtpu = LIBTPU_OVERRIDE.search(docker)
     if libtpu:
         resolved["libtpu"] = libtpu.group(1).split("==")[1]
-    lines = [f"{n}=={v}" for n, v in sorted(resolved.items(), key=lambda kv: kv[0].lower())
+    lines = [f"{n} @ {wheels[n.lower().replace('_', '-')]}" if n.lower().replace("_", "-") in wheels else f"{n}=={v}"
+             for n, v in sorted(resolved.items(), key=lambda kv: kv[0].lower())
              if not n.lower().startswith(("nvidia-", "triton"))]
     return "\n".join([
         "# Kaggle TPU image: tpu/requirements.in and tpu/config.txt, the course-relevant part resolved on the date",

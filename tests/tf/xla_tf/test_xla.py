@@ -276,3 +276,13 @@ def test_first_xla_check_traces_once_and_returns_hlo(tf):
 
     check = readiness.tf_first_xla()
     assert check["traces"] == 1 and check["value"] == check["expected"] and check["hlo"].startswith("HloModule")
+
+
+def test_the_cpu_build_compiles_for_the_host_and_says_where(tf):
+    """TensorFlow's CPU build has XLA:CPU (the TPU build has none: tests/hosted rehearses that on Colab's image)."""
+    from tpu_helpers.core.runtime import Runtime
+    from tpu_helpers.ready import readiness
+
+    assert readiness.tf_host_xla_missing() is None
+    check = readiness.tf_first_xla(Runtime("cpu", "local"))
+    assert check["xla"] and check["device"] == "/CPU:0" and not any(":TPU:" in d for d in check["devices"])
