@@ -1,5 +1,6 @@
 """What tests in every folder share: the checkout's root, and for the exercise-check tests a failure that names
 the problem and the learner's skeleton. (A plain module, not a conftest: ``from course_testing import ...``.)"""
+import contextlib
 import importlib.abc
 import os
 import sys
@@ -74,3 +75,27 @@ def failed(result, *phrases):
 
 def skeleton(*args, **kwargs):
     raise NotImplementedError  # YOUR ANSWER
+
+
+HOLD_LOCK = """
+import fcntl, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)
+fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)   # what libtpu does: lockf(fd, F_TLOCK, 0)
+print("locked", flush=True)
+time.sleep(60)
+"""
+
+
+@contextlib.contextmanager
+def held_libtpu_lock(path: Path, *argv: str):
+    """Another process holding a lockf lock on `path`, as libtpu holds /tmp/libtpu_lockfile; yields its pid.
+    Extra `argv` show in its command line (e.g. "-m ipykernel_launcher", as a notebook kernel's)."""
+    import subprocess
+
+    proc = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(path), *argv], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "locked"
+        yield proc.pid
+    finally:
+        proc.kill()
+        proc.wait()

@@ -1,36 +1,18 @@
 """One process owns a TPU: a second kernel is stopped in its first cell with the holder named (a real lockf lock
 taken by a child process stands in for libtpu's)."""
-import subprocess
-import sys
-import textwrap
-
 import pytest
+from course_testing import held_libtpu_lock
 
 from tpu_helpers.core import tpu_lock
 from tpu_helpers.core.frameworks import check_tpu_build
 from tpu_helpers.core.tpu_lock import TPUHeldError, libtpu_lock_holder
 
-HOLD_LOCK = textwrap.dedent("""
-    import fcntl, os, sys, time
-    fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)
-    fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)   # what libtpu does: lockf(fd, F_TLOCK, 0)
-    print("locked", flush=True)
-    time.sleep(60)
-""")
-
 
 @pytest.fixture
 def held_lock(tmp_path):
-    path = tmp_path / "libtpu_lockfile"
-    # argv names ipykernel, as a notebook kernel's command line does
-    proc = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(path), "-m", "ipykernel_launcher"],
-                            stdout=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout.readline().strip() == "locked"
-        yield path, proc.pid
-    finally:
-        proc.kill()
-        proc.wait()
+    # its command line names ipykernel, as a notebook kernel's does
+    with held_libtpu_lock(tmp_path / "libtpu_lockfile", "-m", "ipykernel_launcher") as pid:
+        yield tmp_path / "libtpu_lockfile", pid
 
 
 class _TPUVM:

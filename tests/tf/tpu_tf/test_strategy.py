@@ -13,7 +13,7 @@ import sys
 import textwrap
 
 import pytest
-from course_testing import ROOT
+from course_testing import ROOT, held_libtpu_lock
 
 from tpu_helpers.core.runtime import Runtime
 from tpu_helpers.tpu_tf.checklist import tpu_checklist
@@ -293,25 +293,10 @@ def test_unknown_errors_are_not_hidden():
 
 
 # ----------------------------------------------------------------------------------- the libtpu lock
-HOLD_LOCK = textwrap.dedent("""
-    import fcntl, os, sys, time
-    fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)
-    fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)   # what libtpu does: lockf(fd, F_TLOCK, 0)
-    print("locked", flush=True)
-    time.sleep(60)
-""")
-
-
 @pytest.fixture
 def held_lock(tmp_path):
-    path = tmp_path / "libtpu_lockfile"
-    proc = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(path)], stdout=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout.readline().strip() == "locked"
-        yield path, proc.pid
-    finally:
-        proc.kill()
-        proc.wait()
+    with held_libtpu_lock(tmp_path / "libtpu_lockfile") as pid:
+        yield tmp_path / "libtpu_lockfile", pid
 
 
 # the lock holder's own tests: tests/common/core/test_tpu_lock.py
