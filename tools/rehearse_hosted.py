@@ -247,7 +247,9 @@ def framework_env(target: Target, framework: str, wheel: Path, log=print) -> tup
     """The image's environment with this framework's install cell run in it verbatim; (folder, the cell's output)."""
     base = image_env(target, log)
     cell = install_cell(framework)
-    folder = env_root() / f"{target.name}-{framework}-{_key(base.name, cell)}"
+    # keyed by the plans, not by the helper's default revision (a version bump needs no new environment)
+    plans = "\n".join(ln for ln in cell.splitlines() if not ln.startswith("HELPER = "))
+    folder = env_root() / f"{target.name}-{framework}-{_key(base.name, plans)}"
     if not (folder / ".complete").exists():
         log(f"[{target.name} x {framework}] copying the image and running the install cell")
         shutil.rmtree(folder, ignore_errors=True)
