@@ -75,7 +75,7 @@ def plain_loop(model, train_ds, test_ds, tokenizer, seed: int) -> float:
             refs.append(batch["labels"].numpy())
             batch = {k: v.to(device) for k, v in batch.items()}
             preds.append(model(**batch).logits.argmax(-1).cpu().numpy())
-    return weighted_f1(np.concatenate(refs).tolist(), np.concatenate(preds).tolist())
+    return weighted_f1(np.concatenate(preds).tolist(), np.concatenate(refs).tolist())  # (predictions, references)
 
 
 def run(quick: bool) -> Benchmark:
