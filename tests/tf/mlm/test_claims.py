@@ -4,8 +4,13 @@ import math
 import numpy as np
 import pytest
 
-from tpu_helpers.mlm.claims import (CONTEXT_TOKENS_MEASURED, distinct_top_guesses, frequency_only_note,
-                                    scramble_context, unigram_entropy)
+from tpu_helpers.mlm.claims import (
+    CONTEXT_TOKENS_MEASURED,
+    distinct_top_guesses,
+    frequency_only_note,
+    scramble_context,
+    unigram_entropy,
+)
 
 
 def test_unigram_entropy_counts_regular_tokens_only():
