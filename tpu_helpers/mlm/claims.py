@@ -15,7 +15,8 @@ texts of ``/usr/share/common-licenses`` of a Debian machine, 4,644 lines) with n
 2 layers, 16 blocks of 128 tokens per step), on a loaded 2-core CPU:
 
 * the cpu profile (vocabulary 4,000, learning rate 2e-3, 160 steps, 0.33 M tokens): loss 6.54 for a unigram
-  entropy of 6.535 nats, the same top guess ('the') for every prompt;
+  entropy of 6.535 nats, the same top guess ('the') for every prompt; at the ``<mask>`` tokens 6.491, and 6.491
+  again with the context shuffled;
 * learning rate 1e-3, 480 steps (0.98 M tokens): loss 6.35, still 'the' for every prompt;
 * vocabulary 2,000, learning rate 2e-3, no dropout, Adam's beta2 0.98, 600 steps (1.2 M tokens): loss 5.76 for
   6.17 nats; on the synthetic corpus at the same size the loss at the masks did not move when the context was
