@@ -1,0 +1,50 @@
+"""tpu_helpers.mlm.claims: the unigram entropy notebook 04 compares with, the context shuffle, the size note."""
+import math
+
+import numpy as np
+import pytest
+
+from tpu_helpers.mlm.claims import (
+    CONTEXT_TOKENS_MEASURED,
+    distinct_top_guesses,
+    frequency_only_note,
+    scramble_context,
+    unigram_entropy,
+)
+
+
+def test_unigram_entropy_counts_regular_tokens_only():
+    blocks = np.array([[0, 5, 5, 6, 7, 2], [0, 5, 6, 6, 7, 2]])  # 0 and 2 are special: 5, 6, 7 with 3, 3, 2 of 8
+    p = np.array([3, 3, 2]) / 8
+    assert unigram_entropy(blocks, [0, 1, 2]) == pytest.approx(float(-(p * np.log(p)).sum()))
+    assert unigram_entropy(np.full((2, 4), 9), [0]) == 0.0  # one token: nothing to guess
+    with pytest.raises(ValueError, match="no regular token"):
+        unigram_entropy(np.array([[0, 2]]), [0, 2])
+
+
+def test_scramble_context_moves_only_unlabelled_regular_tokens():
+    rng = np.random.default_rng(1)
+    ids = rng.integers(5, 500, size=(4, 64))
+    ids[:, 0], ids[:, -1] = 0, 2  # <s> ... </s>
+    labels = np.full_like(ids, -100)
+    labels[:, 10:64:9] = ids[:, 10:64:9]
+    ids[:, 10:64:9] = 4  # <mask>
+    batch = {"input_ids": ids, "attention_mask": np.ones_like(ids), "labels": labels}
+    out = scramble_context(batch, special_ids=[0, 1, 2, 3, 4], seed=0)
+    fixed = (labels != -100) | np.isin(ids, [0, 2, 4])
+    assert np.array_equal(out["input_ids"][fixed], ids[fixed])  # masks, labels' places, specials stay
+    assert out["labels"] is labels and not np.array_equal(out["input_ids"], ids)
+    for a, b in zip(out["input_ids"], ids):  # each row keeps its own tokens, in another order
+        assert sorted(a) == sorted(b)
+    assert np.array_equal(batch["input_ids"], ids)  # the batch itself is left alone
+
+
+def test_frequency_only_note_below_the_measured_size_only():
+    note = frequency_only_note(160, 16, 128)  # notebook 04's cpu profile
+    assert note and "0.33 M tokens" in note and f"MAX_STEPS above {math.ceil(CONTEXT_TOKENS_MEASURED / 2048)}" in note
+    assert frequency_only_note(12_000, 64, 128) is None  # the tpu profile
+
+
+def test_distinct_top_guesses():
+    results = [[{"token_str": "the"}, {"token_str": "a"}], [{"token_str": "the"}], [{"token_str": "of"}]]
+    assert distinct_top_guesses(results) == 2
