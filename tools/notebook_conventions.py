@@ -58,6 +58,19 @@ def kaggle_url(name: str, repo: str = GITHUB_REPO) -> str:
     return f"https://kaggle.com/kernels/welcome?src=https://github.com/{repo}/blob/{REVISION}/notebooks/{name}"
 
 
+REPO_FILE_RE = re.compile(r"https://github\.com/[\w.-]+/[\w.-]+/blob/v[\w.]+/((?:tpu_helpers|tests|benchmarks|docs|tools)/)")
+
+
+def repo_file_url(path: str, repo: str = GITHUB_REPO) -> str:
+    """A file of this repository at the notebook's own tag: what a learner on Colab (no checkout) can open."""
+    return f"https://github.com/{repo}/blob/{REVISION}/{path}"
+
+
+def retag_repo_links(source: str, repo: str = GITHUB_REPO) -> str:
+    """Point a cell's links to this repository's files at `repo` and this version's tag (``./course links``)."""
+    return REPO_FILE_RE.sub(lambda m: repo_file_url(m.group(1), repo), source)
+
+
 def badge_source(name: str, repo: str = GITHUB_REPO) -> str:
     return (f"[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]({colab_url(name, repo)}) "
             f"[![Open In Kaggle](https://kaggle.com/static/images/open-in-kaggle.svg)]({kaggle_url(name, repo)})")
@@ -148,6 +161,8 @@ def regenerate(path: Path, repo: str = GITHUB_REPO) -> nbformat.NotebookNode:
         cells = cells[1:]
     if cells and "install" in _tags(cells[0]):
         cells = cells[1:]
+    for cell in cells:
+        cell.source = retag_repo_links(cell.source, repo)
     nb.cells = [badge, install, *cells]
     return normalise(nb, framework)
 

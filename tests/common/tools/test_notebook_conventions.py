@@ -1,4 +1,5 @@
 """Every notebook follows the course's conventions, and colab_links.md is current."""
+import re
 import subprocess
 import sys
 
@@ -82,3 +83,16 @@ def test_every_lesson_package_belongs_to_one_notebook():
     lessons = {f"tpu_helpers.{p.name}" for p in (ROOT / "tpu_helpers").iterdir()
                if (p / "checks.py").exists() or (p / "solutions.py").exists()}
     assert lessons == set(named), lessons ^ set(named)
+
+
+def test_learner_cells_link_repository_files_on_github_not_by_relative_path():
+    """A notebook opened on Colab has no checkout: files of the course are linked at the notebook's tag, and a
+    fork's `./course links` re-points them."""
+    for path in nc.notebook_paths():
+        for cell in nbformat.read(path, as_version=4).cells:
+            assert "](../" not in cell.source, (path.name, cell.source[:80])
+            for m in re.finditer(r"https://github\.com/([\w.-]+/[\w.-]+)/blob/(v[\w.]+)/(tpu_helpers|tests|docs)/",
+                                 cell.source):
+                assert (m.group(1), m.group(2)) == (nc.GITHUB_REPO, nc.REVISION), (path.name, m.group(0))
+    assert nc.retag_repo_links("[x](https://github.com/a/b/blob/v0.1.0/tests/t.py)", "me/fork") == \
+        f"[x](https://github.com/me/fork/blob/{nc.REVISION}/tests/t.py)"
