@@ -1,4 +1,5 @@
-"""Regenerate colab_links.md and every notebook's badge and install cells (./course links).
+"""Regenerate colab_links.md, every notebook's badge and install cells, and the Cloud TPU VM recipe (README and
+notebook 03) (./course links).
 
     ./course links                 # rewrite in place
     ./course links --check         # exit 1 if anything is out of date (what the test checks)
@@ -12,7 +13,8 @@ from pathlib import Path
 import nbformat
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling tools, not the checkout
-from notebook_conventions import LINKS, links_markdown, notebook_paths, regenerate  # noqa: E402
+from notebook_conventions import (  # noqa: E402
+    LINKS, README, README_RECIPE, links_markdown, notebook_paths, regenerate, with_recipe)
 
 
 def main(argv: list[str]) -> int:
@@ -30,6 +32,11 @@ def main(argv: list[str]) -> int:
         stale.append(LINKS.name)
         if not check:
             LINKS.write_text(text, encoding="utf-8")
+    readme = README.read_text(encoding="utf-8")
+    if with_recipe(readme, README_RECIPE) != readme:  # the Cloud TPU VM recipe, one source with notebook 03's
+        stale.append(README.name)
+        if not check:
+            README.write_text(with_recipe(readme, README_RECIPE), encoding="utf-8")
     if check and stale:
         print("out of date (run ./course links):", ", ".join(stale))
         return 1

@@ -71,6 +71,38 @@ def retag_repo_links(source: str, repo: str = GITHUB_REPO) -> str:
     return REPO_FILE_RE.sub(lambda m: repo_file_url(m.group(1), repo), source)
 
 
+RECIPE_TAG = "tpu-vm-recipe"  # the markdown cell (notebook 03) whose bash block is the Cloud TPU VM recipe
+README = ROOT / "README.md"
+README_RECIPE = re.compile(r"(<!-- tpu-vm-recipe:start -->\n```bash\n).*?(\n```\n<!-- tpu-vm-recipe:end -->)", re.S)
+CELL_RECIPE = re.compile(r"(```bash\n).*?(\n```)", re.S)
+
+
+def tpu_vm_recipe(repo: str = GITHUB_REPO) -> str:
+    """The Cloud TPU VM recipe, the one source of README's block and notebook 03's: create, connect with the
+    Jupyter port forwarded, one environment per framework (``./course setup --tpu``), Jupyter, delete."""
+    folder = repo.split("/")[-1]
+    return "\n".join([
+        "gcloud compute tpus tpu-vm create my-tpu --zone=us-central1-a --accelerator-type=v5litepod-8 \\",
+        "    --version=v2-alpha-tpuv5-lite",
+        "gcloud compute tpus tpu-vm ssh my-tpu --zone=us-central1-a -- -L 8888:localhost:8888",
+        "# on the VM:",
+        f"git clone https://github.com/{repo} && cd {folder} && git checkout {REVISION}",
+        "./course setup --tpu     # one environment and Jupyter kernel per framework, each with its TPU build:",
+        "                         #   tpu-course-tf (tensorflow-tpu + libtpu), tpu-course-torch (torch_xla + libtpu)",
+        "./course lab             # binds 127.0.0.1:8888 with a token; open the printed URL locally",
+        "# back on your machine, when you are done (a TPU VM is billed while it exists):",
+        "gcloud compute tpus tpu-vm delete my-tpu --zone=us-central1-a",
+    ])
+
+
+def with_recipe(text: str, pattern: re.Pattern, repo: str = GITHUB_REPO) -> str:
+    """`text` with its recipe block (README's markers, or a cell's bash fence) replaced by `tpu_vm_recipe`."""
+    if not pattern.search(text):
+        raise ValueError("no TPU VM recipe block found (README: the tpu-vm-recipe markers; notebook 03: a ```bash "
+                         "block in the cell tagged tpu-vm-recipe)")
+    return pattern.sub(lambda m: m.group(1) + tpu_vm_recipe(repo) + m.group(2), text, count=1)
+
+
 def badge_source(name: str, repo: str = GITHUB_REPO) -> str:
     return (f"[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]({colab_url(name, repo)}) "
             f"[![Open In Kaggle](https://kaggle.com/static/images/open-in-kaggle.svg)]({kaggle_url(name, repo)})")
@@ -163,6 +195,8 @@ def regenerate(path: Path, repo: str = GITHUB_REPO) -> nbformat.NotebookNode:
         cells = cells[1:]
     for cell in cells:
         cell.source = retag_repo_links(cell.source, repo)
+        if RECIPE_TAG in _tags(cell):
+            cell.source = with_recipe(cell.source, CELL_RECIPE, repo)
     nb.cells = [badge, install, *cells]
     return normalise(nb, framework)
 

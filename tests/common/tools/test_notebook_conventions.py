@@ -96,3 +96,15 @@ def test_learner_cells_link_repository_files_on_github_not_by_relative_path():
                 assert (m.group(1), m.group(2)) == (nc.GITHUB_REPO, nc.REVISION), (path.name, m.group(0))
     assert nc.retag_repo_links("[x](https://github.com/a/b/blob/v0.1.0/tests/t.py)", "me/fork") == \
         f"[x](https://github.com/me/fork/blob/{nc.REVISION}/tests/t.py)"
+
+
+def test_readme_and_notebook_03_give_one_tpu_vm_recipe():
+    """One source (notebook_conventions.tpu_vm_recipe): README's block and notebook 03's are the same commands,
+    with `./course setup --tpu` (one environment per framework), never a second TensorFlow in one environment."""
+    recipe = nc.tpu_vm_recipe()
+    readme = (ROOT / "README.md").read_text()
+    nb03 = next(p for p in nc.notebook_paths() if p.name.startswith("03_"))
+    cell = next(c for c in nbformat.read(nb03, as_version=4).cells if nc.RECIPE_TAG in c.metadata.get("tags", []))
+    assert f"```bash\n{recipe}\n```" in readme and f"```bash\n{recipe}\n```" in cell.source
+    assert "./course setup --tpu" in recipe and "pip install tensorflow-tpu" not in recipe
+    assert f"git checkout {nc.REVISION}" in recipe and "tpu-vm delete" in recipe
