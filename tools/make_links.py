@@ -13,8 +13,7 @@ from pathlib import Path
 import nbformat
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling tools, not the checkout
-from notebook_conventions import (  # noqa: E402
-    LINKS, README, README_RECIPE, links_markdown, notebook_paths, regenerate, with_recipe)
+from notebook_conventions import LINKS, README, README_RECIPE, links_markdown, notebook_paths, regenerate, with_recipe  # noqa: E402
 
 
 def main(argv: list[str]) -> int:
