@@ -15,9 +15,14 @@ unit-tested without a TPU or a GPU:
 ========================  ====================================================================================
 where                     what runs
 ========================  ====================================================================================
-Colab / Kaggle TPU VM     ``accelerate.notebook_launcher`` with ``PJRT_DEVICE=TPU``: its TPU branch, which forks
-                          one process per TPU device through ``xmp.spawn`` (it takes that branch only when it
-                          sees Colab or Kaggle *and* ``TPU_NAME`` is set or ``PJRT_DEVICE == "TPU"``).
+Colab / Kaggle TPU VM     ``accelerate.notebook_launcher`` with ``PJRT_DEVICE=TPU``: its TPU branch calls
+                          ``xmp.spawn(..., start_method="fork")`` and ignores ``num_processes`` (it takes that
+                          branch only when it sees Colab or Kaggle *and* ``TPU_NAME`` is set or
+                          ``PJRT_DEVICE == "TPU"``). Under PJRT torch_xla starts **one process per chip** and one
+                          thread per TPU device in it (``torch_xla/_internal/tpu.py`` ``num_local_processes``,
+                          ``_internal/pjrt.py`` ``_run_thread_per_device``): a v3-8 runs 4 processes x 2
+                          threads = 8 replicas, a v4-8 4 x 1 (a v4 chip's two TensorCores are one device), a
+                          v5e-8 or v6e-8 8 x 1.
 Cloud TPU VM (plain)      ``torch_xla.launch(..., start_method="fork")`` directly, with Accelerate's own
                           ``PrepareForLaunch(fn, distributed_type="XLA")`` wrapper: ``notebook_launcher`` has no
                           TPU branch outside Colab/Kaggle (huggingface/accelerate#967) and would try the GPU path
@@ -53,6 +58,7 @@ from tpu_helpers._compat import (
 )
 from tpu_helpers._compat import reset_accelerate_state as _compat_reset
 from tpu_helpers.core.runtime import Runtime, detect_runtime
+from tpu_helpers.core.tpu_lock import held_message, libtpu_lock_holder
 
 __all__ = ["LaunchError", "LaunchPlan", "plan_launch", "accelerate_sees_hosted_tpu", "prepare_environment",
            "kernel_problems", "check_kernel", "launch", "reset_accelerate_state"]
@@ -68,11 +74,17 @@ class LaunchError(RuntimeError):
 class LaunchPlan:
     kind: str  # one of KINDS
     launcher: str  # "accelerate.notebook_launcher" or "torch_xla.launch"
-    num_processes: int  # replicas on this host
+    num_processes: int  # processes on this host: one per TPU chip (PJRT), per GPU, or 1
     env: dict[str, str] = field(default_factory=dict)  # set before importing accelerate / transformers
     mixed_precision: str = "no"  # what to pass to Accelerator(...): bf16 on TPU
     forks: bool = False  # does the launch start child processes that need an untouched device?
     reason: str = ""
+    threads_per_process: int = 1  # replicas in each process: a TPU chip's devices (2 on v2/v3), else 1
+
+    @property
+    def replicas(self) -> int:
+        """Replicas (devices training in data parallel) on this host: processes x threads."""
+        return self.num_processes * self.threads_per_process
 
     @property
     def in_process(self) -> bool:
@@ -81,8 +93,9 @@ class LaunchPlan:
 
     def describe(self) -> str:
         env = " ".join(f"{k}={v}" for k, v in self.env.items())
-        where = "in this process" if self.in_process else f"in {self.num_processes} forked process(es)"
-        return (f"launch plan '{self.kind}': {self.launcher}, {self.num_processes} replica(s) {where}, "
+        where = "in this process" if self.in_process else (
+            f"in {self.num_processes} forked process(es) x {self.threads_per_process} thread(s)")
+        return (f"launch plan '{self.kind}': {self.launcher}, {self.replicas} replica(s) {where}, "
                 f"mixed precision {self.mixed_precision}, env {env or '(none)'}; {self.reason}")
 
 
@@ -123,19 +136,24 @@ def plan_launch(runtime: Runtime | None = None, *, env: Mapping[str, str] | None
 
     if runtime.is_tpu_vm:
         devices = runtime.devices or 1
-        if num_processes not in (None, devices):
-            raise LaunchError(f"this TPU host has {devices} device(s) and PyTorch/XLA launches one process per "
-                              f"device; num_processes={num_processes} cannot be honoured. Leave it unset.")
+        chips = runtime.chips or devices
+        threads = max(1, devices // chips)  # PJRT: one process per chip, one thread per device in it
+        if num_processes not in (None, chips):
+            raise LaunchError(f"this TPU host has {chips} chip(s) with {devices} device(s), and PyTorch/XLA starts one "
+                              f"process per chip itself (one thread per device in it); num_processes={num_processes} "
+                              "cannot be honoured. Leave it unset.")
         tpu_env = {"PJRT_DEVICE": "TPU"}
+        layout = f"{chips} process(es), one per chip, x {threads} thread(s), one per device: {devices} replicas"
         _, takes_tpu_branch = accelerate_sees_hosted_tpu({**env, **tpu_env}, ipython)
         if takes_tpu_branch:
-            return LaunchPlan("hosted-tpu", "accelerate.notebook_launcher", devices, tpu_env, "bf16", True,
+            return LaunchPlan("hosted-tpu", "accelerate.notebook_launcher", chips, tpu_env, "bf16", True,
                               f"{runtime.describe()} notebook_launcher recognises Colab/Kaggle and, with "
-                              "PJRT_DEVICE=TPU, forks one process per TPU device (xmp.spawn).")
-        return LaunchPlan("tpu-vm", "torch_xla.launch", devices, tpu_env, "bf16", True,
+                              f"PJRT_DEVICE=TPU, calls xmp.spawn, which starts {layout} (it ignores num_processes).",
+                              threads)
+        return LaunchPlan("tpu-vm", "torch_xla.launch", chips, tpu_env, "bf16", True,
                           f"{runtime.describe()} notebook_launcher has no TPU branch outside Colab/Kaggle, so "
-                          "torch_xla.launch forks one process per TPU device, each wrapped like notebook_launcher "
-                          "does (accelerate's PrepareForLaunch).")
+                          f"torch_xla.launch starts {layout}, each wrapped like notebook_launcher does (accelerate's "
+                          "PrepareForLaunch).", threads)
 
     if runtime.kind == "gpu" and runtime.gpus >= 1:
         n = runtime.gpus if num_processes is None else num_processes
@@ -195,10 +213,17 @@ def _accelerator_exists(modules: Mapping[str, Any]) -> bool:
     return accelerate_state_exists(state)
 
 
-def kernel_problems(plan: LaunchPlan, modules: Mapping[str, Any] | None = None) -> list[str]:
-    """What in this kernel would break the launch (empty when it is clean)."""
+def kernel_problems(plan: LaunchPlan, modules: Mapping[str, Any] | None = None,
+                    lock_holder: Callable[[], int | None] = libtpu_lock_holder) -> list[str]:
+    """What in this kernel would break the launch (empty when it is clean). ``lock_holder`` (injectable for tests)
+    names another process that holds the TPU."""
     modules = sys.modules if modules is None else modules
     problems = []
+    if plan.kind in ("hosted-tpu", "tpu-vm"):
+        pid = lock_holder()
+        if pid is not None:
+            what, fix = held_message(pid)
+            problems.append(f"{what} To fix: {fix}")
     if _accelerator_exists(modules):
         problems.append(
             "an Accelerator (or accelerate PartialState) already exists in this kernel. The training function "
@@ -215,9 +240,10 @@ def kernel_problems(plan: LaunchPlan, modules: Mapping[str, Any] | None = None) 
     return problems
 
 
-def check_kernel(plan: LaunchPlan, modules: Mapping[str, Any] | None = None) -> None:
+def check_kernel(plan: LaunchPlan, modules: Mapping[str, Any] | None = None,
+                 lock_holder: Callable[[], int | None] = libtpu_lock_holder) -> None:
     """Raise `LaunchError` with the fix when `kernel_problems` finds anything."""
-    problems = kernel_problems(plan, modules)
+    problems = kernel_problems(plan, modules, lock_holder)
     if problems:
         raise LaunchError("cannot launch the training from this kernel: " + " Also: ".join(problems)
                           + " Restart the kernel (Colab: Runtime > Restart session; Kaggle: Run > Restart) and run "
@@ -259,7 +285,7 @@ def launch(function: Callable[..., Any], args: Sequence[Any] = (), plan: LaunchP
         import torch_xla
         from accelerate.utils import PrepareForLaunch
 
-        print(f"Launching training on {plan.num_processes} TPU device(s) with torch_xla.launch.")
+        print(f"Launching training on {plan.replicas} TPU device(s) with torch_xla.launch.")
         torch_xla.launch(PrepareForLaunch(function, distributed_type="XLA"), args=args, start_method="fork")
         return None
     from accelerate import notebook_launcher

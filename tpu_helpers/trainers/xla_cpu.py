@@ -64,7 +64,7 @@ class XLACPUAccelerator(XLAAccelerator):
             return devices
         raise ValueError(f"devices={devices!r}: on PyTorch/XLA's CPU device the course runs one device "
                          "(devices=1, [0] or 'auto'). devices=8 needs a TPU with 8 devices (a v5e-8, a v3-8), where "
-                         "Lightning's XLAStrategy starts one process per device.")
+                         "Lightning's XLAStrategy spawns one process per chip with a thread per device in it.")
 
     @staticmethod
     def get_parallel_devices(devices: Union[int, list[int]]) -> list[torch.device]:

@@ -54,11 +54,35 @@ def test_colab_detected_without_the_ipython_shell_falls_back_to_torch_xla_launch
 
 def test_plain_cloud_tpu_vm_uses_torch_xla_launch_without_faking_kaggle():
     plan = plan_launch(CLOUD_TPU, env={"TPU_ACCELERATOR_TYPE": "v3-8"}, ipython=None)
-    assert (plan.kind, plan.launcher, plan.num_processes) == ("tpu-vm", "torch_xla.launch", 8)
+    assert (plan.kind, plan.launcher, plan.replicas) == ("tpu-vm", "torch_xla.launch", 8)
     assert plan.env == {"PJRT_DEVICE": "TPU"}  # no KAGGLE_TPU / TPU_NAME hack
     assert plan.mixed_precision == "bf16" and plan.forks
-    with pytest.raises(LaunchError, match="one process per device"):
-        plan_launch(CLOUD_TPU, env={}, ipython=None, num_processes=4)
+    with pytest.raises(LaunchError, match="one process per chip"):
+        plan_launch(CLOUD_TPU, env={}, ipython=None, num_processes=8)  # 8 cores, but 4 chips: 4 processes
+
+
+# (accelerator type, chips on the host, devices): PJRT starts one process per chip and one thread per device in it
+# (torch_xla/_internal/tpu.py num_local_processes, _internal/pjrt.py _run_thread_per_device)
+TOPOLOGIES = {
+    "v2-8": ("v2", 4, 8, 4, 2), "v3-8": ("v3", 4, 8, 4, 2), "v4-8": ("v4", 4, 4, 4, 1),
+    "v5litepod-1": ("v5e", 1, 1, 1, 1), "v5litepod-8": ("v5e", 8, 8, 8, 1), "v6e-8": ("v6e", 8, 8, 8, 1),
+}
+
+
+@pytest.mark.parametrize("accelerator_type", sorted(TOPOLOGIES))
+@pytest.mark.parametrize("hosted", [False, True])
+def test_tpu_plans_run_a_process_per_chip_and_a_thread_per_device(accelerator_type, hosted):
+    generation, chips, devices, processes, threads = TOPOLOGIES[accelerator_type]
+    rt = Runtime("kaggle-tpu-vm" if hosted else "cloud-tpu-vm", "kaggle" if hosted else "local", accelerator_type,
+                 generation, chips, devices)
+    env = {"KAGGLE_KERNEL_RUN_TYPE": "Interactive"} if hosted else {}
+    plan = plan_launch(rt, env=env, ipython=None)
+    assert plan.kind == ("hosted-tpu" if hosted else "tpu-vm")
+    assert (plan.num_processes, plan.threads_per_process, plan.replicas) == (processes, threads, devices)
+    text = plan.describe()
+    assert f"{devices} replica(s) in {processes} forked process(es) x {threads} thread(s)" in text, text
+    if hosted:  # notebook_launcher's TPU branch: xmp.spawn(..., start_method="fork"), no nprocs
+        assert "ignores num_processes" in text
 
 
 def test_tpu_node_is_refused_with_the_fix():
@@ -225,3 +249,18 @@ def test_reset_accelerate_state_forgets_every_accelerator():
             sys.modules["accelerate.state"] = saved
     assert calls == [("accelerator", True), ("gradient",)]
     launch.reset_accelerate_state()  # accelerate never imported: nothing to do
+
+
+def test_a_tpu_launch_names_the_process_that_holds_the_tpu(tmp_path):
+    """On a TPU VM only one process can hold the chips: the launch says which one does (a real lockf lock taken by
+    another process stands in for libtpu's) instead of failing inside the forked replicas."""
+    from course_testing import held_libtpu_lock
+
+    from tpu_helpers.core.tpu_lock import libtpu_lock_holder
+
+    tpu = plan_launch(CLOUD_TPU, env={}, ipython=None)
+    with held_libtpu_lock(tmp_path / "lock", "-m", "ipykernel_launcher") as pid:
+        holder = lambda: libtpu_lock_holder(tmp_path / "lock")  # noqa: E731
+        with pytest.raises(LaunchError, match=f"in use by process {pid}.*shut that kernel down"):
+            launch.check_kernel(tpu, {}, lock_holder=holder)
+        assert launch.kernel_problems(plan_launch(CPU, env={}, ipython=None), {}, lock_holder=holder) == []
