@@ -3,7 +3,9 @@
 Each notebook below is executed twice, top to bottom, in ONE kernel (as when an instructor presses "Run all"
 again): idempotent setup, no "already initialised" crashes, no duplicate state. The install cell is skipped
 as under nbval. The notebooks chosen hold the process-wide state a re-run can trip over: runtime checks and a
-child PyTorch/XLA process (00), simulated CPU replicas and a cached TPU strategy (03).
+child PyTorch/XLA process (00), simulated CPU replicas and a cached TPU strategy (03), and the compile counts that
+the compile cache changes on a second run (02, 06: each such cell, tagged ``compile-count``, asserts what it compiled
+new or found in the cache).
 """
 import os
 
@@ -12,7 +14,8 @@ import pytest
 from course_testing import ROOT
 from nbclient import NotebookClient
 
-RERUN = ["00_is_my_runtime_ready.ipynb", "03_tpu_access_tensorflow.ipynb"]
+RERUN = ["00_is_my_runtime_ready.ipynb", "02_xla_rules_pytorch_xla.ipynb", "03_tpu_access_tensorflow.ipynb",
+         "06_pytorch_xla_under_the_hood.ipynb"]
 
 
 @pytest.mark.parametrize("name", RERUN)
@@ -30,3 +33,15 @@ def test_run_all_twice_in_one_kernel(name, monkeypatch):
                 if cell.cell_type != "code" or "nbval-skip" in cell.metadata.get("tags", []):
                     continue
                 client.execute_cell(cell, index)  # raises CellExecutionError, with the cell's traceback
+
+
+def test_every_cell_that_asserts_compile_counts_is_rerun_here():
+    """A cell that asserts torch_xla's compilation counts is tagged `compile-count` and its notebook is in RERUN."""
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        for cell in nbformat.read(path, as_version=4).cells:
+            counts = cell.cell_type == "code" and "assert" in cell.source and (
+                ".compilations" in cell.source or "UncachedCompile" in cell.source)
+            if counts and nbformat.read(path, as_version=4).metadata["tpu_course"]["framework"] == "torch":
+                assert "compile-count" in cell.metadata.get("tags", []) or path.name not in RERUN, path.name
+                if "compile-count" in cell.metadata.get("tags", []):
+                    assert path.name in RERUN, f"{path.name} has compile-count cells: run it twice in RERUN"
