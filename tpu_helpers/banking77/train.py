@@ -48,7 +48,7 @@ class TrainConfig:
     learning_rate: float = 3e-4
     weight_decay: float = 0.01
     warmup_ratio: float = 0.1  # share of all optimizer steps spent warming up linearly from 0
-    mixed_precision: str = "no"  # "bf16" on TPU; passed to Accelerator(...)
+    mixed_precision: str = "no"  # "bf16" on TPU: autocast in the training function; "fp16" on GPU: Accelerator(...)
     seed: int = 42
     progress: bool = True  # tqdm bars (main process only)
     report_path: str | None = None  # where the main process also writes the report (multi-process launches)
@@ -403,7 +403,7 @@ class RunLog:
         acc, config = self.accelerator, self.config
         report = TrainReport(
             epochs=self.epochs, device=str(acc.device), distributed_type=str(acc.distributed_type.value),
-            num_processes=self.n_proc, mixed_precision=str(acc.mixed_precision), batch_size=config.batch_size,
+            num_processes=self.n_proc, mixed_precision=config.mixed_precision, batch_size=config.batch_size,
             global_batch_size=config.batch_size * self.n_proc, steps_per_epoch=self.steps_per_epoch,
             eval_samples=len(self.references), pid=os.getpid(), compilations_before=self.compilations_before,
             predictions=self.predictions, references=self.references, padding=config.padding,
