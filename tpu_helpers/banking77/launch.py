@@ -58,7 +58,7 @@ from tpu_helpers._compat import (
 )
 from tpu_helpers._compat import reset_accelerate_state as _compat_reset
 from tpu_helpers.core.runtime import Runtime, detect_runtime
-from tpu_helpers.core.tpu_lock import held_message, libtpu_lock_holder
+from tpu_helpers.core.tpu_lock import held_problem, libtpu_lock_holder
 
 __all__ = ["LaunchError", "LaunchPlan", "plan_launch", "accelerate_sees_hosted_tpu", "prepare_environment",
            "kernel_problems", "check_kernel", "launch", "reset_accelerate_state"]
@@ -219,11 +219,9 @@ def kernel_problems(plan: LaunchPlan, modules: Mapping[str, Any] | None = None,
     names another process that holds the TPU."""
     modules = sys.modules if modules is None else modules
     problems = []
-    if plan.kind in ("hosted-tpu", "tpu-vm"):
-        pid = lock_holder()
-        if pid is not None:
-            what, fix = held_message(pid)
-            problems.append(f"{what} To fix: {fix}")
+    held = held_problem(lock_holder) if plan.kind in ("hosted-tpu", "tpu-vm") else None
+    if held:
+        problems.append(held)
     if _accelerator_exists(modules):
         problems.append(
             "an Accelerator (or accelerate PartialState) already exists in this kernel. The training function "

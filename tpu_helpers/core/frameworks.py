@@ -11,7 +11,7 @@ import os
 import sys
 from typing import MutableMapping
 
-from tpu_helpers.core.tpu_lock import TPUHeldError, held_message, libtpu_lock_holder
+from tpu_helpers.core.tpu_lock import TPUHeldError, check_tpu_free
 
 __all__ = ["FrameworkClashError", "WrongBuildError", "TPUHeldError", "use_framework", "loaded_frameworks", "check_tpu_build",
            "record_xla_compilations"]
@@ -155,10 +155,7 @@ def check_tpu_build(runtime, framework: str, *, installed=_installed, tpu_device
                "Kaggle: Run > Restart & clear cell outputs) and run from the top; on a Cloud TPU VM pick the "
                f"kernel 'tpu-course-{key}' that ./course setup --tpu registered")
     if getattr(runtime, "is_tpu_vm", False):
-        pid = (lock_holder or libtpu_lock_holder)()
-        if pid is not None:
-            what, fix = held_message(pid)
-            raise TPUHeldError(f"{what} To fix: {fix}")
+        check_tpu_free(lock_holder)
     if key == "tf":
         tpu, cpu = installed("tensorflow-tpu"), [d for d in ("tensorflow", "tensorflow-cpu") if installed(d)]
         if not tpu or cpu or not installed("libtpu"):

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Callable
 
 __all__ = ["LIBTPU_LOCKFILE", "TPUHeldError", "libtpu_lock_holder", "process_command", "held_message",
-           "check_tpu_free"]
+           "held_problem", "check_tpu_free"]
 
 LIBTPU_LOCKFILE = "/tmp/libtpu_lockfile"
 
@@ -71,9 +72,18 @@ def held_message(pid: int | None, path: str = LIBTPU_LOCKFILE) -> tuple[str, str
     return what, fix
 
 
-def check_tpu_free(path: str = LIBTPU_LOCKFILE, proc_locks: str = "/proc/locks") -> None:
+def held_problem(lock_holder: Callable[[], int | None] | None = None) -> str | None:
+    """"What happened. To fix: ..." when another process holds the TPU (``lock_holder``, injectable for tests,
+    defaults to `libtpu_lock_holder`), else None. The one wording of the first cells and the launch."""
+    pid = (lock_holder or libtpu_lock_holder)()
+    if pid is None:
+        return None
+    what, fix = held_message(pid)
+    return f"{what} To fix: {fix}"
+
+
+def check_tpu_free(lock_holder: Callable[[], int | None] | None = None) -> None:
     """Raise `TPUHeldError` naming the holder when another process holds libtpu's lock; else return."""
-    pid = libtpu_lock_holder(path, proc_locks)
-    if pid is not None:
-        what, fix = held_message(pid, path)
-        raise TPUHeldError(f"{what} To fix: {fix}")
+    problem = held_problem(lock_holder)
+    if problem:
+        raise TPUHeldError(problem)

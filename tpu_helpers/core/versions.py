@@ -56,11 +56,10 @@ def installed_versions(names=None) -> dict[str, str | None]:
 
 
 def plan_check(framework: str, pins: dict[str, str], installed: dict[str, str | None],
-               kept_by_image: tuple[str, ...] = ()) -> tuple[dict[str, tuple[str, str | None]], dict[str, str]]:
+               ) -> tuple[dict[str, tuple[str, str | None]], dict[str, str]]:
     """(mismatches, kept) for a notebook of `framework`: pinned packages its install plan installs that are at
-    another version, and every other installed package of `installed` (the image's own, reported, not checked).
-    ``kept_by_image`` names plan packages a hosted image keeps at its own version (Kaggle's torch family)."""
-    ours = set(PLAN_PACKAGES[framework]) - set(kept_by_image)
+    another version, and every other installed package of `installed` (the image's own, reported, not checked)."""
+    ours = set(PLAN_PACKAGES[framework])
     mismatches = pin_mismatches({n: v for n, v in pins.items() if n in ours}, installed)
     kept = {n: v for n, v in installed.items() if v is not None and n not in ours}
     return mismatches, kept

@@ -14,7 +14,7 @@ import textwrap
 
 from tpu_helpers.core.runtime import Runtime, detect_runtime
 
-__all__ = ["tf_first_xla", "torch_xla_first_xla", "tf_host_xla_missing", "HOST_XLA_MISSING"]
+__all__ = ["tf_first_xla", "torch_xla_first_xla", "tf_host_xla_missing", "require_host_xla", "HOST_XLA_MISSING"]
 
 _TORCH_SCRIPT = textwrap.dedent("""
     import json, time
@@ -79,6 +79,16 @@ def tf_host_xla_missing() -> str | None:
             return str(e).strip().splitlines()[0]
         raise
     return None
+
+
+def require_host_xla(why: str) -> None:
+    """Stop with what to do when TensorFlow cannot compile for this machine's CPU (its TPU build); `why` says what
+    the notebook needs it for."""
+    missing = tf_host_xla_missing()
+    if missing:
+        raise RuntimeError(f"{why}, and TensorFlow's TPU build has no XLA backend for this CPU ({missing}). Run it on "
+                           "a CPU runtime (Colab: Runtime > Change runtime type > CPU) or with ./course; notebooks 03 "
+                           "and 04 use the TPU.")
 
 
 def _tpu_device(runtime: Runtime) -> str | None:

@@ -41,10 +41,10 @@ def test_every_notebooks_first_cell_names_the_kernel_that_holds_the_tpu(held_loc
     assert f"process {pid}" in msg and "ipykernel_launcher" in msg, msg  # which process, and what it is
     assert "shut that kernel down" in msg and f"kill {pid}" in msg and "rm " in msg
     with pytest.raises(TPUHeldError):
-        tpu_lock.check_tpu_free(str(path))
+        tpu_lock.check_tpu_free(lambda: libtpu_lock_holder(path))
 
 
 def test_a_free_tpu_passes(tmp_path):
     assert "PJRT device TPU" in check_tpu_build(_TPUVM(), "torch", installed=lambda n: "1",
                                                 tpu_devices=lambda: ["TPU"], lock_holder=lambda: None)
-    tpu_lock.check_tpu_free(str(tmp_path / "none"))
+    tpu_lock.check_tpu_free(lambda: libtpu_lock_holder(tmp_path / "none"))

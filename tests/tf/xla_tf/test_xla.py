@@ -286,3 +286,12 @@ def test_the_cpu_build_compiles_for_the_host_and_says_where(tf):
     assert readiness.tf_host_xla_missing() is None
     check = readiness.tf_first_xla(Runtime("cpu", "local"))
     assert check["xla"] and check["device"] == "/CPU:0" and not any(":TPU:" in d for d in check["devices"])
+    readiness.require_host_xla("this test")  # the CPU build: nothing to stop
+
+
+def test_the_tpu_build_stops_a_host_xla_notebook_with_what_to_do(monkeypatch):
+    from tpu_helpers.ready import readiness
+
+    monkeypatch.setattr(readiness, "tf_host_xla_missing", lambda: readiness.HOST_XLA_MISSING + " -- check target linkage")
+    with pytest.raises(RuntimeError, match=r"Notebook 01 measures.*TPU build has no XLA backend.*CPU runtime"):
+        readiness.require_host_xla("Notebook 01 measures XLA on this machine's CPU")
