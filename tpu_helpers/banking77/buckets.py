@@ -222,6 +222,7 @@ class BucketCollator:
         self.real_tokens = 0
         self.computed_tokens = 0
         self.shapes: Counter = Counter()
+        self.sequence: list[tuple[int, int]] = []  # (rows, padded length) of each batch since reset(), in order
 
     def stats(self) -> dict[str, Any]:
         return {"real_tokens": self.real_tokens, "computed_tokens": self.computed_tokens,
@@ -254,4 +255,5 @@ class BucketCollator:
         self.real_tokens += sum(real)
         self.computed_tokens += len(rows) * length
         self.shapes[(len(rows), length)] += 1
+        self.sequence.append((len(rows), length))
         return batch

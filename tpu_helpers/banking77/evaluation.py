@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from tpu_helpers.banking77.train import TrainingError
+from tpu_helpers.banking77.errors import TrainingError
 
 __all__ = ["rows_on_host", "rows_still_due", "check_evaluation_plan", "weighted_f1"]
 

@@ -32,7 +32,11 @@ several GPUs              ``notebook_launcher(num_processes=<GPUs>)``: one forke
 one GPU                   ``notebook_launcher(num_processes=1)``: runs in this process on the GPU (same env).
 CPU                       ``notebook_launcher(num_processes=1)`` with ``PJRT_DEVICE=CPU``, ``CPU_NUM_DEVICES=1``:
                           one XLA:CPU device, **in this process** (so the XLA counters are this kernel's).
-                          Several XLA:CPU processes are refused: their collectives abort on small machines, and
+CPU, several replicas     ``accelerate.debug_launcher(num_processes=N)``: N forked CPU processes with gloo
+                          collectives, Accelerate's own sharding and gather, **without XLA** (``USE_TORCH_XLA=0``,
+                          set before accelerate is imported) and with one OpenMP thread per process (a fork
+                          after a multi-threaded OpenMP op hangs): the rehearsal of a multi-replica TPU run. Several
+                          XLA:CPU processes are not used: their first all-reduce stops in a rendezvous timeout, and
                           ``notebook_launcher(num_processes>1)`` on a CPU trains unsynchronised copies.
 legacy TPU Node           refused: PyTorch/XLA 2.x (PJRT) runs only on TPU VMs.
 ========================  ====================================================================================
@@ -63,7 +67,7 @@ from tpu_helpers.core.tpu_lock import held_problem, libtpu_lock_holder
 __all__ = ["LaunchError", "LaunchPlan", "plan_launch", "accelerate_sees_hosted_tpu", "prepare_environment",
            "kernel_problems", "check_kernel", "launch", "reset_accelerate_state"]
 
-KINDS = ("hosted-tpu", "tpu-vm", "multi-gpu", "gpu", "xla-cpu")
+KINDS = ("hosted-tpu", "tpu-vm", "multi-gpu", "gpu", "xla-cpu", "cpu-processes")
 
 
 class LaunchError(RuntimeError):
@@ -166,11 +170,16 @@ def plan_launch(runtime: Runtime | None = None, *, env: Mapping[str, str] | None
         return LaunchPlan("gpu", "accelerate.notebook_launcher", 1, gpu_env, "fp16", False,
                           f"{runtime.describe()} one GPU: notebook_launcher runs the function in this process.")
 
-    if num_processes not in (None, 1):
-        raise LaunchError(
-            f"num_processes={num_processes} on a CPU: the course trains on one XLA:CPU device. Several XLA:CPU "
-            "processes need CPU collectives, which abort on small machines, and notebook_launcher(num_processes>1) "
-            "on a CPU would train unsynchronised copies. Leave num_processes unset (1).")
+    if num_processes is not None and (isinstance(num_processes, bool) or not isinstance(num_processes, int)
+                                      or num_processes < 1):
+        raise LaunchError(f"num_processes={num_processes!r}: give a whole number of replicas, 1 or more.")
+    if num_processes is not None and num_processes > 1:
+        return LaunchPlan("cpu-processes", "accelerate.debug_launcher", num_processes,
+                          {"USE_TORCH_XLA": "0", "OMP_NUM_THREADS": "1"}, "no",
+                          True, f"{runtime.describe()} the rehearsal of {num_processes} TPU replicas: "
+                          f"accelerate.debug_launcher forks {num_processes} CPU processes that train together over "
+                          "gloo, with Accelerate's sharding and gather, and without XLA (several XLA:CPU processes "
+                          "stop in their first all-reduce).")
     return LaunchPlan("xla-cpu", "accelerate.notebook_launcher", 1, {"PJRT_DEVICE": "CPU", "CPU_NUM_DEVICES": "1"},
                       "no", False, f"{runtime.describe()} one XLA:CPU device; notebook_launcher(num_processes=1) "
                       "runs the function in this process.")
@@ -184,10 +193,16 @@ def prepare_environment(plan: LaunchPlan, environ: MutableMapping[str, str] | No
     if plan.env.get("USE_TORCH_XLA") == "0" and "accelerate" in modules:
         imports = modules.get("accelerate.utils.imports")
         if imports is not None and accelerate_found_torch_xla(imports):
+            instead = "plain CPU processes" if plan.kind == "cpu-processes" else "CUDA"
             raise LaunchError("accelerate was imported before USE_TORCH_XLA=0 was set, so it will train on "
-                              "PyTorch/XLA instead of CUDA. Restart the kernel and call "
+                              f"PyTorch/XLA instead of {instead}. Restart the kernel and call "
                               "launch.prepare_environment(plan) before importing accelerate or transformers.")
     environ.update(plan.env)
+    if plan.kind == "cpu-processes" and environ is os.environ and "torch" in modules:
+        # forked children inherit the parent's OpenMP thread pool without its threads: a child that starts a
+        # parallel region waits forever at its barrier. One thread per process in the parent (before its first
+        # parallel op) leaves them nothing to wait for, and N processes share the cores anyway.
+        modules["torch"].set_num_threads(1)
     return dict(plan.env)
 
 
@@ -285,6 +300,11 @@ def launch(function: Callable[..., Any], args: Sequence[Any] = (), plan: LaunchP
 
         print(f"Launching training on {plan.replicas} TPU device(s) with torch_xla.launch.")
         torch_xla.launch(PrepareForLaunch(function, distributed_type="XLA"), args=args, start_method="fork")
+        return None
+    if plan.launcher == "accelerate.debug_launcher":
+        from accelerate import debug_launcher
+
+        debug_launcher(function, args, num_processes=plan.num_processes)
         return None
     from accelerate import notebook_launcher
 

@@ -28,16 +28,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from tpu_helpers.banking77.errors import TrainingError
 from tpu_helpers.core.tables import format_table
 
 __all__ = ["TrainConfig", "EpochStats", "TrainReport", "TrainingError", "Loaders", "make_loaders", "RunLog",
            "scaled_learning_rate", "PADDINGS"]
 
 PADDINGS = ("buckets", "max_length")
-
-
-class TrainingError(ValueError):
-    """The training setup cannot work as given; the message says how to fix it."""
 
 
 @dataclass
@@ -55,6 +52,7 @@ class TrainConfig:
     padding: str = "max_length"  # "max_length": one fixed length; "buckets": length buckets (needs a tokenizer)
     boundaries: tuple[int, ...] | None = None  # bucket lengths for padding="buckets"; the largest = max_length
     max_length: int | None = None  # the fixed length when padding="max_length" pads per batch (a tokenizer given)
+    replica_timeout_s: float = 300.0  # several CPU processes (gloo): how long a replica waits for the others
 
     def __post_init__(self):
         if self.epochs < 1:
@@ -116,6 +114,9 @@ class TrainReport:
     padding: str = "max_length"
     boundaries: list[int] | None = None
     compilations_after: int | None = None  # UncachedCompile counter when training and evaluation were done
+    # several replicas: what each one did, gathered at the end (one entry per replica, replica 0 first)
+    replica_weights: list[int] = field(default_factory=list)  # `replicas.weights_digest` of its model after training
+    replica_steps: list[list[list[int]]] = field(default_factory=list)  # [rows, padded length] of each training step
 
     @property
     def compilations(self) -> int | None:
@@ -181,6 +182,7 @@ class _CountingCollate:
         self.real_tokens = 0
         self.computed_tokens = 0
         self.shapes: dict[tuple[int, int], int] = {}
+        self.sequence: list[tuple[int, int]] = []  # (rows, length) of each batch since reset(), in order
 
     def stats(self) -> dict[str, Any]:
         return {"real_tokens": self.real_tokens, "computed_tokens": self.computed_tokens,
@@ -194,6 +196,7 @@ class _CountingCollate:
         self.real_tokens += int(batch["attention_mask"].sum()) if "attention_mask" in batch else rows_n * length
         self.computed_tokens += rows_n * length
         self.shapes[(rows_n, length)] = self.shapes.get((rows_n, length), 0) + 1
+        self.sequence.append((rows_n, length))
         return batch
 
 
@@ -297,7 +300,13 @@ class RunLog:
         self.n_proc = accelerator.num_processes
         self.main = accelerator.is_main_process
         self.on_xla = accelerator.distributed_type == DistributedType.XLA
+        if self.n_proc > 1:  # before the first step: do all replicas plan the same batches? (`replicas`)
+            from tpu_helpers.banking77.replicas import check_plans_agree, plan_fingerprint
+
+            mine = plan_fingerprint(loaders.train.batch_sampler, config.epochs, steps_per_epoch)
+            check_plans_agree(accelerator, mine, config.replica_timeout_s)
         self.compilations_before = self._compilations()
+        self.step_shapes: list[list[int]] = []  # [rows, padded length] of each training step of this replica
         self.epochs: list[EpochStats] = []
         self.predictions: list[int] = []
         self.references: list[int] = []
@@ -344,6 +353,10 @@ class RunLog:
     def end_training(self, loss_sum) -> None:
         """After the epoch's last step: read the loss summed on the device since the start (once), then time the
         evaluation apart."""
+        if self.n_proc > 1:  # gloo: a replica still busy with a step the others do not take is named, not waited for
+            from tpu_helpers.banking77.replicas import wait_for_all
+
+            wait_for_all(self.accelerator, f"the end of epoch {self.epoch}'s training", self.config.replica_timeout_s)
         summed = self.accelerator.reduce(loss_sum, reduction="sum") if self.n_proc > 1 else loss_sum
         total = float(summed.item())
         self._mean_loss = (total - self._loss_read) / (self.steps_per_epoch * self.n_proc)
@@ -352,6 +365,7 @@ class RunLog:
         self._bar.close()
         self._train_xla = self._counters.update().as_dict() if self._counters else None
         self._train_tokens = self.loaders.train_collate.stats()
+        self.step_shapes += [list(shape) for shape in self.loaders.train_collate.sequence]
         if self.epoch == 1 and self.config.epochs > 1 and self.main and self.config.progress:
             print(self.estimate())
         self.loaders.eval_collate.reset()
@@ -396,11 +410,22 @@ class RunLog:
                   f"samples/s  {stats.tokens_per_real_token:.2f} tokens per real token")
         return stats
 
-    def report(self) -> TrainReport | None:
-        """The run's report on the main process (also written to ``config.report_path``), None on the others."""
+    def report(self, model=None) -> TrainReport | None:
+        """The run's report on the main process (also written to ``config.report_path``), None on the others.
+
+        With several replicas every replica must call it: it gathers each one's batch shapes per step and, given
+        the ``model``, a digest of its weights (`tpu_helpers.banking77.replicas`)."""
+        from tpu_helpers.banking77.replicas import gather_rows, weights_digest
+
+        acc, config = self.accelerator, self.config
+        compilations_after = self._compilations()  # the report's own gathers below are not the training's graphs
+        replica_steps = gather_rows(acc, self.step_shapes) if self.n_proc > 1 else [self.step_shapes]
+        replica_weights = []
+        if model is not None:
+            digest = weights_digest(acc.unwrap_model(model))
+            replica_weights = [rows[0][0] for rows in gather_rows(acc, [[digest]])]
         if not self.main:
             return None
-        acc, config = self.accelerator, self.config
         report = TrainReport(
             epochs=self.epochs, device=str(acc.device), distributed_type=str(acc.distributed_type.value),
             num_processes=self.n_proc, mixed_precision=config.mixed_precision, batch_size=config.batch_size,
@@ -408,7 +433,7 @@ class RunLog:
             eval_samples=len(self.references), pid=os.getpid(), compilations_before=self.compilations_before,
             predictions=self.predictions, references=self.references, padding=config.padding,
             boundaries=list(config.boundaries) if config.boundaries else None,
-            compilations_after=self._compilations())
+            compilations_after=compilations_after, replica_weights=replica_weights, replica_steps=replica_steps)
         if config.report_path:
             report.save(config.report_path)
         return report

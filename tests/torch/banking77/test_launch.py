@@ -109,8 +109,18 @@ def test_cpu_is_one_xla_cpu_device_in_this_process():
     assert plan.mixed_precision == "no"
     # Kaggle/Colab CPU sessions too: no TPU, so no TPU branch
     assert plan_launch(Runtime("cpu", "kaggle"), env={"KAGGLE_URL_BASE": "x"}, ipython=None).kind == "xla-cpu"
-    with pytest.raises(LaunchError, match="unsynchronised copies"):
-        plan_launch(CPU, env={}, ipython=None, num_processes=2)
+    for bad in (0, -1, 2.0, True):
+        with pytest.raises(LaunchError, match="whole number"):
+            plan_launch(CPU, env={}, ipython=None, num_processes=bad)
+
+
+@pytest.mark.parametrize("n", [2, 4, 8])
+def test_several_replicas_on_a_cpu_are_forked_cpu_processes_without_xla(n):
+    plan = plan_launch(CPU, env={}, ipython=None, num_processes=n)
+    assert (plan.kind, plan.launcher, plan.num_processes, plan.replicas) == (
+        "cpu-processes", "accelerate.debug_launcher", n, n)
+    assert plan.env == {"USE_TORCH_XLA": "0", "OMP_NUM_THREADS": "1"} and plan.forks and not plan.in_process
+    assert plan.mixed_precision == "no" and "gloo" in plan.describe() and "without XLA" in plan.describe()
 
 
 def test_a_detected_kaggle_tpu_runtime_plans_the_hosted_tpu_branch(tmp_path):
