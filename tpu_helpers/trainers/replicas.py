@@ -1,0 +1,269 @@
+"""Several replicas without a TPU: Lightning's CPU DDP (``strategy="ddp_notebook"``) fed by the course's buckets.
+
+Off a TPU, notebook 07 rehearses a multi-replica run (``REPLICAS=N``) with ``L.Trainer(accelerator="cpu",
+devices=N, strategy="ddp_notebook")``: Lightning forks N CPU processes from the kernel and joins them with gloo.
+(Several PyTorch/XLA processes on XLA:CPU stop in their first all-reduce: ``rendezvous.cc ... only 1 of them
+arrived``; so the processes run plain CPU torch, no XLA.) What this module adds to Lightning:
+
+    train_sampler = BucketBatchSampler(lengths, per_replica, bounds, num_replicas=N, seed=SEED)
+    loader = DataLoader(BucketedDataset(ds), batch_sampler=ReplicaShard(train_sampler, N), collate_fn=...)
+    trainer = L.Trainer(accelerator="cpu", devices=N, strategy="ddp_notebook", use_distributed_sampler=False,
+                        callbacks=[SamePlanOnEveryReplica(), log := ReplicaLog(folder)])
+    trainer.fit(module, loader)
+    runs = log.read("train")       # what every process saw, one dict per rank
+
+* `ReplicaShard`: with ``use_distributed_sampler=False`` Lightning leaves the batch sampler alone, so each process
+  takes its own share itself: batch ``k`` of a sampler that yields each step's N per-replica batches one after
+  another goes to replica ``k % N`` (what accelerate's ``BatchSamplerShard`` does in notebook 05). The rank is
+  read in the process that iterates (the loader is built before the fork, in the kernel).
+* `SamePlanOnEveryReplica`: before each epoch, one ``all_gather`` of every replica's planned steps and batch
+  shapes. A replica with one step more would wait forever in that step's all-reduce (gloo's default timeout is
+  30 minutes); a different shape on one replica is one more XLA graph on a TPU. Either stops every process at once
+  with `ReplicaDivergence`, naming the replica.
+* `ReplicaLog`: a forked process cannot hand objects back to the kernel (Lightning returns rank 0's weights and
+  logged metrics only), so each rank writes what it saw to a file of its own: per step the batch shape, per
+  epoch the sample indices it was given, its weights after training, its predictions and the gathered ones.
+* `interleave`: ``[replicas, steps * rows]`` (what ``all_gather`` returns) back into the global batches' order.
+
+Fork's rules (Lightning's ``_MultiProcessingLauncher``, ``start_method="fork"``): a forked child inherits the
+kernel's memory but none of its threads, so it must not touch a runtime that the kernel started: no CUDA (Lightning
+checks it) and, here, no XLA device: the PJRT client's threads are not in the child. `check_fork_safe` refuses a
+module with a tensor on a device other than the CPU. Autograd is the other such runtime: once a backward pass ran
+on a device other than the CPU (XLA's included), its engine has device threads, and PyTorch refuses backward in
+every later forked child ("Unable to handle autograd's threading in combination with fork-based
+multiprocessing"); so fork before any XLA training in the process (notebook 07's section 2 comes first; the tests
+fork from a fresh process). Lightning sets each child's torch threads to ``cpu_count // N``.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Sequence
+
+import torch
+from lightning.pytorch.callbacks import Callback
+
+__all__ = ["ReplicaShard", "ReplicaDivergence", "SamePlanOnEveryReplica", "ReplicaLog", "interleave",
+           "plan_problems", "gather_plans", "batch_plan", "check_fork_safe"]
+
+
+class ReplicaDivergence(RuntimeError):
+    """The replicas do not plan the same steps: some would wait forever in a collective, or compile other graphs."""
+
+
+def _dist_rank() -> int:
+    import torch.distributed as dist
+
+    return dist.get_rank() if dist.is_available() and dist.is_initialized() else 0
+
+
+def _index(item: Any) -> int:
+    return int(item[0]) if isinstance(item, (tuple, list)) else int(item)
+
+
+class ReplicaShard:
+    """Replica ``rank``'s batches of ``batch_sampler``: batch ``k`` goes to replica ``k % num_replicas``.
+
+    ``batch_sampler`` yields each step's ``num_replicas`` per-replica batches one after another (a
+    ``BucketBatchSampler(..., num_replicas=N)``, whose ``num_replicas`` must agree). ``rank=None`` reads the rank
+    of the process that iterates (``torch.distributed``; 0 without a process group). ``set_epoch`` goes to the
+    wrapped sampler. ``yielded`` holds the batches of the last pass: what this replica was given.
+    """
+
+    def __init__(self, batch_sampler: Iterable, num_replicas: int, rank: int | None = None):
+        planned = getattr(batch_sampler, "num_replicas", num_replicas)
+        if num_replicas < 1 or planned != num_replicas:
+            raise ValueError(f"num_replicas={num_replicas}, but the batch sampler cuts its global batches for "
+                             f"{planned} replica(s): build it with num_replicas={num_replicas}")
+        if rank is not None and not 0 <= rank < num_replicas:
+            raise ValueError(f"rank {rank} is not one of the {num_replicas} replicas")
+        self.batch_sampler = batch_sampler
+        self.num_replicas = int(num_replicas)
+        self._rank = rank
+        self.yielded: list = []
+
+    @property
+    def rank(self) -> int:
+        return self._rank if self._rank is not None else _dist_rank()
+
+    @property
+    def batch_size(self) -> int | None:  # per replica
+        return getattr(self.batch_sampler, "batch_size", None)
+
+    @property
+    def epoch(self) -> int | None:
+        return getattr(self.batch_sampler, "epoch", None)
+
+    def set_epoch(self, epoch: int) -> None:
+        if hasattr(self.batch_sampler, "set_epoch"):
+            self.batch_sampler.set_epoch(epoch)
+
+    def __iter__(self) -> Iterator[list]:
+        batches = list(self.batch_sampler)  # indices only: cheap, and the step count is known before step 1
+        if len(batches) % self.num_replicas:
+            raise ReplicaDivergence(f"the batch sampler gave {len(batches)} batches, not a multiple of "
+                                    f"{self.num_replicas} replicas: the last step would leave replica(s) "
+                                    f"{list(range(len(batches) % self.num_replicas, self.num_replicas))} without a "
+                                    "batch while the others wait for them")
+        self.yielded = batches[self.rank::self.num_replicas]
+        return iter(self.yielded)
+
+    def __len__(self) -> int:
+        return len(self.batch_sampler) // self.num_replicas
+
+
+def batch_plan(batches: Iterable[Sequence[Any]]) -> list[tuple[int, int]]:
+    """``(rows, padded_length)`` of each batch of a batch sampler (length 0 for plain indices, which carry none)."""
+    out = []
+    for b in batches:
+        lengths = {int(it[1]) for it in b if isinstance(it, (tuple, list))}
+        if len(lengths) > 1:
+            raise ReplicaDivergence(f"one batch asks for several padded lengths {sorted(lengths)}")
+        out.append((len(b), lengths.pop() if lengths else 0))
+    return out
+
+
+def plan_problems(plans: Sequence[Sequence[tuple[int, int]]]) -> list[str]:
+    """What differs between the replicas' plans (``plans[r]``: replica r's ``(rows, padded_length)`` per step),
+    each problem naming the replica; replica 0 is the reference. Empty when every replica plans the same."""
+    problems = []
+    ref = list(map(tuple, plans[0]))
+    for r, plan in enumerate(plans[1:], start=1):
+        plan = list(map(tuple, plan))
+        if len(plan) != len(ref):
+            more = len(plan) > len(ref)
+            problems.append(
+                f"replica {r} plans {len(plan)} steps, replica 0 plans {len(ref)}: replica "
+                f"{r if more else 0} would wait forever in the all-reduce of a step the other does not take")
+            continue
+        diff = [k for k, (a, b) in enumerate(zip(ref, plan)) if a != b]
+        if diff:
+            k = diff[0]
+            problems.append(f"replica {r} has another batch shape than replica 0 at {len(diff)} step(s), first at "
+                            f"step {k}: {plan[k]} vs {ref[k]} (rows, padded length)")
+    return problems
+
+
+def gather_plans(mine: Sequence[tuple[int, int]], all_gather) -> list[list[tuple[int, int]]]:
+    """Every replica's plan, on every replica: two ``all_gather`` calls (the step counts, then the shapes padded
+    to the longest plan). ``all_gather`` is ``trainer.strategy.all_gather`` (a ``[replicas, ...]`` tensor)."""
+    counts = [int(c) for c in all_gather(torch.tensor([len(mine)], dtype=torch.long)).reshape(-1)]
+    table = torch.full((max(counts), 2), -1, dtype=torch.long)
+    if mine:
+        table[:len(mine)] = torch.tensor([list(s) for s in mine], dtype=torch.long)
+    every = all_gather(table).reshape(len(counts), max(counts), 2)
+    return [[tuple(int(x) for x in row) for row in every[r, :n].tolist()] for r, n in enumerate(counts)]
+
+
+class SamePlanOnEveryReplica(Callback):
+    """Before each training epoch, every replica checks that all replicas plan the same number of steps with the
+    same batch shapes (one round of `gather_plans`); if not, every process raises `ReplicaDivergence` naming the
+    replica, before its first step, instead of one of them hanging in an all-reduce."""
+
+    def on_train_epoch_start(self, trainer, pl_module) -> None:
+        sampler = trainer.train_dataloader.batch_sampler
+        if hasattr(sampler, "set_epoch"):
+            sampler.set_epoch(trainer.current_epoch)  # what the module does before the loader is iterated
+        batches = list(sampler)
+        if hasattr(sampler, "__len__"):  # Lightning takes len(loader) batches per epoch, at most
+            batches = batches[:len(sampler)]
+        plans = gather_plans(batch_plan(batches), trainer.strategy.all_gather)
+        problems = plan_problems(plans)
+        if problems:
+            raise ReplicaDivergence(f"epoch {trainer.current_epoch + 1}, process of replica "
+                                    f"{trainer.global_rank}: the replicas do not plan the same steps: "
+                                    + "; ".join(problems))
+
+
+def _shape(batch: Any) -> tuple[int, int]:
+    if isinstance(batch, Mapping):  # a dict, or transformers' BatchEncoding
+        t = batch["input_ids"] if "input_ids" in batch else next(v for v in batch.values() if torch.is_tensor(v))
+    else:
+        t = next(v for v in batch if torch.is_tensor(v))
+    return tuple(int(s) for s in t.shape[:2])
+
+
+class ReplicaLog(Callback):
+    """Each process writes what it saw to ``folder``: ``train-rank{r}.pt`` after fitting, ``validate-rank{r}.pt``
+    after validating; `read` loads them in rank order.
+
+    train: ``steps`` (per epoch, each step's ``input_ids`` shape), ``indices`` (per epoch, the sample indices
+    this replica was given, from a `ReplicaShard`), ``weights`` (its state_dict after training, on the CPU).
+    validate: ``indices``, and each module attribute named in ``attributes`` (tensors, or lists of tensors
+    concatenated), e.g. the module's own predictions and the gathered ones.
+    """
+
+    def __init__(self, folder: str | Path, attributes: Sequence[str] = ("predictions", "gathered")):
+        self.folder = Path(folder)
+        self.attributes = tuple(attributes)
+        self.steps: list[list[tuple[int, int]]] = []
+        self.indices: list[list[int]] = []
+
+    def _save(self, trainer, stage: str, record: dict[str, Any]) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        record.update(rank=trainer.global_rank, world_size=trainer.world_size)
+        torch.save(record, self.folder / f"{stage}-rank{trainer.global_rank}.pt")
+
+    @staticmethod
+    def _given(loader) -> list[int]:
+        return [_index(it) for b in getattr(getattr(loader, "batch_sampler", None), "yielded", []) for it in b]
+
+    def on_train_start(self, trainer, pl_module) -> None:
+        self.steps, self.indices = [], []
+
+    def on_train_epoch_start(self, trainer, pl_module) -> None:
+        self.steps.append([])
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
+        self.steps[-1].append(_shape(batch))
+
+    def on_train_epoch_end(self, trainer, pl_module) -> None:
+        self.indices.append(self._given(trainer.train_dataloader))
+
+    def on_train_end(self, trainer, pl_module) -> None:
+        weights = {k: v.detach().cpu().clone() for k, v in pl_module.state_dict().items()}
+        self._save(trainer, "train", {"steps": self.steps, "indices": self.indices, "weights": weights})
+
+    def on_validation_end(self, trainer, pl_module) -> None:
+        if trainer.sanity_checking:
+            return
+        record: dict[str, Any] = {"indices": self._given(trainer.val_dataloaders)}
+        for name in self.attributes:
+            value = getattr(pl_module, name, None)
+            if isinstance(value, (list, tuple)):
+                value = torch.cat([v.detach().cpu() for v in value]) if value else None
+            record[name] = value.detach().cpu() if isinstance(value, torch.Tensor) else value
+        self._save(trainer, "validate", record)
+
+    def read(self, stage: str) -> list[dict[str, Any]]:
+        """The records of ``stage`` ("train" or "validate"), one per rank, in rank order."""
+        files = sorted(self.folder.glob(f"{stage}-rank*.pt"), key=lambda p: int(p.stem.split("rank")[1]))
+        records = [torch.load(f, weights_only=False) for f in files]
+        if not records:
+            raise FileNotFoundError(f"no {stage}-rank*.pt in {self.folder}: did the run finish?")
+        world = records[0]["world_size"]
+        if [r["rank"] for r in records] != list(range(world)):
+            raise FileNotFoundError(f"{stage}: records of ranks {[r['rank'] for r in records]}, expected "
+                                    f"0..{world - 1}")
+        return records
+
+
+def interleave(gathered: torch.Tensor, rows: int) -> torch.Tensor:
+    """``[replicas, steps * rows, ...]`` (each replica's batches, as ``all_gather`` returns them) -> the global
+    batches' order: step 0's replica 0, 1, ..., then step 1's (the inverse of `ReplicaShard`)."""
+    replicas, total = gathered.shape[:2]
+    if total % rows:
+        raise ValueError(f"{total} rows per replica are not whole batches of {rows}")
+    rest = tuple(gathered.shape[2:])
+    return gathered.reshape(replicas, total // rows, rows, *rest).transpose(0, 1).reshape(-1, *rest)
+
+
+def check_fork_safe(module: torch.nn.Module) -> None:
+    """Refuse a module with a parameter or buffer off the CPU before a fork: the forked processes could not read
+    it (they have none of the kernel's device runtime threads). Build the model on the CPU; Lightning's CPU DDP
+    keeps it there. (What it cannot see: whether this process already ran a backward pass on XLA, after which a
+    forked child cannot run backward; see the module docstring.)"""
+    off = sorted({str(t.device) for t in [*module.parameters(), *module.buffers()] if t.device.type != "cpu"})
+    if off:
+        raise RuntimeError(f"the module has tensors on {', '.join(off)}: a forked process cannot use the kernel's "
+                           "device runtime. Keep the model on the CPU until the DDP processes take it")
