@@ -151,6 +151,14 @@ def batch_table(per_replica_batch: int, dataset_size: int, slices: Iterable[str]
 
 
 # ------------------------------------------------------------------------------ what the replicas saw
+def _steps(dataset: Any, steps: int | None) -> int:
+    if steps is None:
+        steps = int(dataset.cardinality())
+        if steps < 0:
+            raise ValueError("the dataset's length is unknown (cardinality < 0): pass steps=")
+    return steps
+
+
 def replica_batch_sizes(strategy: Any, dataset: Any, steps: int | None = None) -> list[list[int]]:
     """Distribute `dataset` with `strategy` and return, per step, the batch size each replica received.
 
@@ -161,10 +169,7 @@ def replica_batch_sizes(strategy: Any, dataset: Any, steps: int | None = None) -
     """
     import tensorflow as tf
 
-    if steps is None:
-        steps = int(dataset.cardinality())
-        if steps < 0:
-            raise ValueError("the dataset's length is unknown (cardinality < 0): pass steps=")
+    steps = _steps(dataset, steps)
 
     @tf.function
     def sizes(iterator):
@@ -173,3 +178,27 @@ def replica_batch_sizes(strategy: Any, dataset: Any, steps: int | None = None) -
 
     iterator = iter(strategy.experimental_distribute_dataset(dataset))
     return [[int(v) for v in sizes(iterator)] for _ in range(steps)]
+
+
+def replica_batch_shapes(strategy: Any, dataset: Any, steps: int | None = None) -> list[list[tuple[tuple[int, ...], ...]]]:
+    """Distribute `dataset` with `strategy` and return, per step and per replica, the shape of every tensor of the
+    batch that replica received (``tf.nest.flatten`` order; a dict of features: sorted by key), as the replica saw
+    it (``tf.shape`` inside ``strategy.run``). The same ``tf.function`` pattern as `replica_batch_sizes`; `steps`
+    defaults to the dataset's cardinality.
+    """
+    import tensorflow as tf
+
+    steps = _steps(dataset, steps)
+
+    @tf.function
+    def shapes(iterator):
+        per_replica = strategy.run(lambda batch: tuple(tf.shape(t) for t in tf.nest.flatten(batch)),
+                                   args=(next(iterator),))
+        return [strategy.experimental_local_results(s) for s in per_replica]  # [tensor][replica]
+
+    iterator = iter(strategy.experimental_distribute_dataset(dataset))
+    out = []
+    for _ in range(steps):
+        by_tensor = shapes(iterator)
+        out.append([tuple(tuple(int(d) for d in t[r]) for t in by_tensor) for r in range(len(by_tensor[0]))])
+    return out

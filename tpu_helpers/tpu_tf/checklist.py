@@ -1,5 +1,5 @@
-"""The TPU-readiness checklist of notebooks 03 and 04: variables made outside the strategy's scope, the
-``jit_compile`` decision, batches a TPU can shard, and a pipeline a TPU can read."""
+"""The TPU-readiness checklist of notebooks 03 and 04: variables made outside the strategy's scope, replicas whose
+copies of a variable differ, the ``jit_compile`` decision, batches a TPU can shard, and a pipeline a TPU can read."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -7,13 +7,31 @@ from typing import Any, Iterable, Sequence
 
 from tpu_helpers.xla_tf.xla import jit_compile_for, strategy_kind
 
-__all__ = ["variables_outside_scope", "CheckItem", "tpu_checklist", "format_checklist"]
+__all__ = ["variables_outside_scope", "unsynced_variables", "CheckItem", "tpu_checklist", "format_checklist"]
 
 
 def variables_outside_scope(strategy: Any, variables: Iterable[Any]) -> list[str]:
     """Names of the variables that were *not* created under ``strategy.scope()``."""
     return [getattr(v, "name", repr(v)) for v in variables
             if not strategy.extended.variable_created_in_scope(v)]
+
+
+def unsynced_variables(strategy: Any, variables: Iterable[Any]) -> list[str]:
+    """Names of the variables whose replicas disagree: not one copy per replica (``num_replicas_in_sync``), or a
+    copy that differs from the first in any bit (``strategy.experimental_local_results(v)``, read one variable at
+    a time). Mirrored variables (model weights, optimizer state) must give none after training; sync-on-read
+    ones (Keras metrics' accumulators) differ by design, so leave them out.
+    """
+    import numpy as np
+
+    replicas = strategy.num_replicas_in_sync
+    out = []
+    for v in variables:
+        copies = [np.asarray(c) for c in strategy.experimental_local_results(v)]
+        same = all(c.shape == copies[0].shape and c.tobytes() == copies[0].tobytes() for c in copies[1:])
+        if len(copies) != replicas or not same:
+            out.append(getattr(v, "name", repr(v)))
+    return out
 
 
 # --------------------------------------------------------------------------------------- the checklist

@@ -40,6 +40,8 @@ The failures it explains come from the real code paths (TensorFlow 2.20,
 * the ``tpu`` profile on a machine without a TPU -> `TPUNotFoundError` before TensorFlow is touched.
 
 Everything TensorFlow does is behind a small `TFBackend` object, so tests drive every branch with fakes.
+`check_replicas(strategy, REPLICAS)` holds the notebooks' ``REPLICAS`` parameter to what the strategy runs: equal on
+a CPU, ignored (said in one line) on a TPU or GPUs, whose hardware decides.
 Calling `get_strategy()` again returns the strategy it already made: re-initialising a TPU system wipes the
 variables on it (TensorFlow warns "Reinitializing the TPU can cause previously created variables on TPU to
 be lost", ``tensorflow/python/tpu/tpu_strategy_util.py``).
@@ -64,7 +66,7 @@ from tpu_helpers.xla_tf.xla import strategy_kind
 __all__ = [
     "StrategyError", "TPUNameError", "TPUNotFoundError", "TPUInUseError", "TPUConnectionError",
     "ReplicaSimulationError", "LIBTPU_LOCKFILE", "TPUTarget", "tpu_target", "TFBackend", "explain_tpu_error",
-    "libtpu_lock_holder", "simulate_cpu_replicas", "get_strategy", "describe_strategy",
+    "libtpu_lock_holder", "simulate_cpu_replicas", "get_strategy", "describe_strategy", "check_replicas",
 ]
 
 # The TPU build, installed the way the notebooks' install cell does it (tools/install_plan.py owns the plan): the
@@ -311,6 +313,29 @@ def describe_strategy(strategy: Any, runtime: Runtime | None = None, target: TPU
                 f"(the arithmetic of a TPU, not its speed).")
     what = "the default strategy" if "Default" in type(strategy).__name__ else type(strategy).__name__
     return f"No TPU or GPU: {what}, {reps} on the CPU."
+
+
+def check_replicas(strategy: Any, requested: int | None, quiet: bool = False) -> int:
+    """The replicas `strategy` runs (TensorFlow's ``num_replicas_in_sync``), checked against a notebook's
+    ``REPLICAS`` parameter, `requested`.
+
+    On the CPU (`strategy_kind` "cpu" or "cpu-replicas": `get_strategy` split the CPU as asked) they must be equal,
+    else `ReplicaSimulationError`. On a TPU or GPUs the hardware decides: `requested` is ignored, and a line says so
+    when it differs (unless `quiet`). None requests nothing: the strategy's count is returned unchecked.
+    """
+    n = int(strategy.num_replicas_in_sync)
+    if requested is None or n == requested:
+        return n
+    kind = strategy_kind(strategy)
+    if kind in ("cpu", "cpu-replicas"):
+        raise ReplicaSimulationError(
+            f"REPLICAS = {requested} asked for {requested} simulated replicas, but the strategy runs {n}",
+            "restart the kernel and run the notebook from the top: the cell that calls get_strategy(cpu_replicas=...) "
+            "must run before anything else uses TensorFlow.")
+    if not quiet:
+        print(f"REPLICAS = {requested} is ignored: this {kind.upper()} has {n} replica{'s' if n != 1 else ''}, "
+              "and the hardware decides (REPLICAS splits only a CPU).")
+    return n
 
 
 def get_strategy(runtime: Runtime | None = None, *, profile: Any = None, tpu: str | None = None,

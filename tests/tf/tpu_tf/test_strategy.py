@@ -18,11 +18,13 @@ from course_testing import ROOT, held_libtpu_lock
 from tpu_helpers.core.runtime import Runtime
 from tpu_helpers.tpu_tf.checklist import tpu_checklist
 from tpu_helpers.tpu_tf.strategy import (
+    ReplicaSimulationError,
     TPUConnectionError,
     TPUInUseError,
     TPUNameError,
     TPUNotFoundError,
     TPUTarget,
+    check_replicas,
     describe_strategy,
     explain_tpu_error,
     get_strategy,
@@ -197,6 +199,27 @@ def test_cpu_gets_the_default_strategy_or_simulated_replicas(capsys):
     s = strategy_for(CPU, backend, cpu_replicas=8)
     assert names(backend) == ["simulate", "mirrored"] and s.num_replicas_in_sync == 8
     assert strategy_kind(s) == "cpu-replicas" and "8 logical CPU devices" in capsys.readouterr().out
+
+
+def test_the_replicas_parameter_is_checked_on_a_cpu_and_ignored_on_a_tpu_or_gpus(capsys):
+    simulated = strategy_for(CPU, FakeBackend(), cpu_replicas=8, quiet=True)
+    assert check_replicas(simulated, 8) == 8 and check_replicas(simulated, None) == 8
+    assert check_replicas(strategy_for(CPU, FakeBackend(), cpu_replicas=1, quiet=True), 1) == 1
+    # a CPU strategy with another count than asked (a kernel whose devices were set before): a clear error
+    with pytest.raises(ReplicaSimulationError, match="REPLICAS = 8 asked for 8 simulated replicas, but the strategy "
+                                                     "runs 1") as e:
+        check_replicas(_DefaultDistributionStrategy(), 8)
+    assert "restart the kernel" in e.value.fix
+    with pytest.raises(ReplicaSimulationError, match="runs 8"):
+        check_replicas(simulated, 4)
+    capsys.readouterr()
+    # the hardware decides on a TPU (a v5e-1 has one replica) and on GPUs
+    assert check_replicas(strategy_for(COLAB_VM, FakeBackend(replicas=1), quiet=True), 8) == 1
+    assert "REPLICAS = 8 is ignored: this TPU has 1 replica, and the hardware decides" in capsys.readouterr().out
+    assert check_replicas(strategy_for(GPU, FakeBackend(gpus=2), quiet=True), 8, quiet=True) == 2
+    assert capsys.readouterr().out == ""
+    assert check_replicas(strategy_for(KAGGLE_VM, FakeBackend(), quiet=True), 8) == 8
+    assert capsys.readouterr().out == ""
 
 
 # ------------------------------------------------------------------------------------------ failures
@@ -394,6 +417,15 @@ def test_real_simulated_replicas_on_this_cpu():
             good = model(); good.compile(optimizer="sgd", loss="mse", jit_compile=bool(jit_compile_for(s)))
         good.fit(ds, epochs=1, verbose=0)
         r["checklist"] = [(i.item, i.ok) for i in tpu_checklist(s, model=good, dataset=ds, xla_trained=True)]
+        from tpu_helpers.tpu_tf.batches import replica_batch_shapes
+        from tpu_helpers.tpu_tf.checklist import unsynced_variables
+        r["shapes_ragged"] = replica_batch_shapes(s, tf.data.Dataset.from_tensor_slices((x, 2 * x)).batch(32))
+        r["shapes_default"] = replica_batch_shapes(tf.distribute.get_strategy(), ds)
+        trained = good.variables + list(good.optimizer.variables())
+        r["unsynced_trained"] = unsynced_variables(s, trained)
+        s.experimental_local_results(good.variables[0])[3].assign_add(tf.ones_like(good.variables[0]))  # a planted bug
+        r["unsynced_planted"], r["planted"] = unsynced_variables(s, trained), good.variables[0].name
+        r["unsynced_default"] = unsynced_variables(tf.distribute.get_strategy(), [tf.Variable(1.0)])
         print(json.dumps(r))
     """)
     assert (out["replicas"], out["kind"], out["again"]) == (8, "cpu-replicas", 8)
@@ -406,6 +438,13 @@ def test_real_simulated_replicas_on_this_cpu():
     # why the rule says jit_compile=False for simulated replicas: if this starts passing, update the rule
     assert out["jit_error"] and "InvalidArgumentError" in out["jit_error"], out["jit_error"]
     assert all(ok for _, ok in out["checklist"]), out["checklist"]
+    # what each replica received, per step: 32 = 4 on each of 8; the last 4 examples leave 4 replicas an empty batch
+    four, one, none = [[4, 1], [4, 1]], [[1, 1], [1, 1]], [[0, 1], [0, 1]]  # (x, 2x) shapes, as JSON lists
+    assert out["shapes_ragged"] == [[four] * 8] * 3 + [[one] * 4 + [none] * 4]
+    assert out["shapes_default"] == [[[[32, 1], [32, 1]]]] * 3  # the default strategy: one replica, the whole batch
+    # after training every replica holds the same weights and optimizer state; one changed copy is found
+    assert out["unsynced_trained"] == [] and out["unsynced_default"] == []
+    assert out["unsynced_planted"] == [out["planted"]] and "kernel" in out["planted"], out["unsynced_planted"]
 
 
 def test_real_errors_on_this_cpu():
