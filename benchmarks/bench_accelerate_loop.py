@@ -4,9 +4,9 @@ Both train the same tiny BERT (hidden 64, 2 layers, as notebook 05's cpu/ci prof
 BANKING77 split, with the same bucketed batches (`tpu_helpers.banking77.buckets`: sampler, collator, seed), AdamW and the
 same linear warmup/decay schedule, on one XLA:CPU device:
 
-* **course**: notebook 05's own ``training_function``, read from its cell tagged ``training-function``
-  (`notebook_training_function`), launched like notebook 05 on a CPU (``notebook_launcher(num_processes=1)``
-  through `tpu_helpers.banking77.launch.launch`), Accelerate's prepared loader (``MpDeviceLoader`` underneath), its
+* **course**: notebook 05's own ``training_function`` (its cell, generated into
+  `tpu_helpers.banking77.lesson_cells`), launched like notebook 05 on a CPU (``notebook_launcher(num_processes=1)``
+  through its launch cell, `tpu_helpers.banking77.launch.launch`), Accelerate's prepared loader (``MpDeviceLoader`` underneath), its
   evaluation each epoch excluded from the time;
 * **plain torch_xla**: ``MpDeviceLoader`` over the same DataLoader, ``loss.backward()``, ``optimizer.step()``,
   the scheduler, the loss summed on the device and read once per epoch, and nothing else.
@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import os
 import time
-from pathlib import Path
 
 os.environ.setdefault("PJRT_DEVICE", "CPU")
 os.environ.setdefault("CPU_NUM_DEVICES", "1")
@@ -27,25 +26,9 @@ os.environ["USE_TF"] = "0"
 
 from benchmarks.harness import Benchmark, Candidate, cli  # noqa: E402
 
-NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "05_banking77_accelerate.ipynb"
-TRAINING_CELL_TAG = "training-function"
 MAX_LENGTH = 32
 BATCH = 32
 LR = 2e-3
-
-
-def notebook_training_function(notebook: Path = NOTEBOOK):
-    """The ``training_function`` that notebook 05 defines in its cell tagged ``training-function``: the code the
-    learner reads and runs, executed here in a namespace of its own (the cell holds its own imports)."""
-    import nbformat
-
-    cells = [c for c in nbformat.read(notebook, as_version=4).cells
-             if TRAINING_CELL_TAG in c.get("metadata", {}).get("tags", [])]
-    if len(cells) != 1:
-        raise LookupError(f"{notebook.name}: expected one cell tagged {TRAINING_CELL_TAG!r}, found {len(cells)}")
-    namespace = {"__name__": "notebook_05_training_function"}
-    exec(compile(cells[0].source, f"{notebook.name}:{TRAINING_CELL_TAG}", "exec"), namespace)
-    return namespace["training_function"]
 
 
 def plain_loop(model, train_ds, tokenizer, boundaries, epochs: int, seed: int) -> list[float]:
@@ -92,9 +75,8 @@ def plain_loop(model, train_ds, tokenizer, boundaries, epochs: int, seed: int) -
 
 def run(quick: bool) -> Benchmark:
     from tpu_helpers.banking77 import dataset, launch
+    from tpu_helpers.banking77.lesson_cells import training_function  # notebook 05's cell
     from tpu_helpers.banking77.train import TrainConfig
-
-    training_function = notebook_training_function()
     from tpu_helpers.core.runtime import Runtime
     from tpu_helpers.shared.boundaries import choose_boundaries
 

@@ -79,7 +79,6 @@ def plain_loop(model, train_ds, test_ds, tokenizer, seed: int) -> float:
 
 
 def run(quick: bool) -> Benchmark:
-    from benchmarks.bench_accelerate_loop import notebook_training_function
     from tpu_helpers.banking77 import dataset, launch
     from tpu_helpers.banking77.train import TrainConfig
     from tpu_helpers.core.runtime import Runtime
@@ -92,7 +91,7 @@ def run(quick: bool) -> Benchmark:
     enc = dataset.tokenize(data.dataset, tok, MAX_LENGTH, padding="none")
     bounds = choose_boundaries([len(x) for x in enc["train"]["input_ids"]], MAX_LENGTH)
     plan = launch.plan_launch(Runtime("cpu", "local"), env={}, ipython=None)
-    training_function = notebook_training_function()
+    from tpu_helpers.banking77.lesson_cells import training_function  # notebook 05's cell
     f1 = {"course, buckets": [], "course, max_length": [], "plain loop": []}
     seconds = {k: [] for k in f1}
     for seed in SEEDS:  # rounds: every candidate once per seed

@@ -1,5 +1,5 @@
-"""Regenerate colab_links.md, every notebook's badge and install cells, and the Cloud TPU VM recipe (README and
-notebook 03) (./course links).
+"""Regenerate colab_links.md, every notebook's badge and install cells, the Cloud TPU VM recipe (README and
+notebook 03), and the lesson packages' lesson_cells.py from the cells tagged ``save`` (./course links).
 
     ./course links                 # rewrite in place
     ./course links --check         # exit 1 if anything is out of date (what the test checks)
@@ -13,6 +13,7 @@ from pathlib import Path
 import nbformat
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling tools, not the checkout
+from lesson_cells import stale_modules  # noqa: E402
 from notebook_conventions import LINKS, README, README_RECIPE, links_markdown, notebook_paths, regenerate, with_recipe  # noqa: E402
 
 
@@ -36,6 +37,7 @@ def main(argv: list[str]) -> int:
         stale.append(README.name)
         if not check:
             README.write_text(with_recipe(readme, README_RECIPE), encoding="utf-8")
+    stale += stale_modules(paths, write=not check)  # one source: cells tagged "save" -> lesson_cells.py
     if check and stale:
         print("out of date (run ./course links):", ", ".join(stale))
         return 1

@@ -3,11 +3,12 @@
     plan = launch.plan_launch(rt)            # rt = tpu_helpers.core.runtime.detect_runtime()
     print(plan.describe())
     launch.prepare_environment(plan)        # before importing accelerate / transformers
-    result = launch.launch(training_function, (model, train_ds, eval_ds, config), plan)
+    report = launch.launch(training_function, (model, train_ds, eval_ds, config), plan)
 
-Notebook 05 writes the launch out in a cell (``notebook_launcher(training_function, args,
-num_processes=plan.num_processes)``, or ``torch_xla.launch`` on a Cloud TPU VM) with `check_kernel` before it and
-`reset_accelerate_state` after it; `launch` does the same in one call, for tests and benchmarks.
+Notebook 05 writes the launch out in a cell tagged ``launch`` (``launch_training``: ``notebook_launcher(training_function,
+args, num_processes=plan.num_processes)``, ``torch_xla.launch`` on a Cloud TPU VM, ``debug_launcher`` for CPU
+replicas) with `check_kernel` before it and `reset_accelerate_state` after it; `launch` runs that very cell's code
+(generated into `tpu_helpers.banking77.lesson_cells`) for tests and benchmarks and reads the report back.
 
 `plan_launch` is a pure function of the runtime and the environment (both injectable), so every branch is
 unit-tested without a TPU or a GPU:
@@ -263,17 +264,6 @@ def check_kernel(plan: LaunchPlan, modules: Mapping[str, Any] | None = None,
                             "the notebook from the top.")
 
 
-class _Capture:
-    """Call ``function`` and keep its return value (notebook_launcher returns None). Picklable."""
-
-    def __init__(self, function: Callable[..., Any]):
-        self.function = function
-        self.result: Any = None
-
-    def __call__(self, *args: Any) -> None:
-        self.result = self.function(*args)
-
-
 def reset_accelerate_state() -> None:
     """Forget every Accelerator of this process, so the next launch (or exercise check) starts clean.
 
@@ -285,33 +275,31 @@ def reset_accelerate_state() -> None:
     _compat_reset(state)
 
 
-def launch(function: Callable[..., Any], args: Sequence[Any] = (), plan: LaunchPlan | None = None) -> Any:
-    """Run ``function(*args)`` on every replica as ``plan`` says; return its result when it ran in this process.
-
-    A forked launch cannot hand results back: there it returns None (let the function write a file).
+def launch(function: Callable[..., Any], args: Sequence[Any], plan: LaunchPlan | None = None) -> Any:
+    """Notebook 05's own launch, for tests and benchmarks: the plan's environment set, then the cell tagged
+    ``launch`` (`tpu_helpers.banking77.lesson_cells.launch_training`, generated from that cell) runs
+    ``function(*args)`` on every replica, and the `TrainReport` the main replica wrote is read back (a forked
+    replica cannot return it). ``args[3]`` is the `TrainConfig`; without a ``report_path`` a temporary one is used.
     """
+    import dataclasses
+    import tempfile
+
+    from tpu_helpers.banking77.lesson_cells import launch_training
+    from tpu_helpers.banking77.train import TrainReport
+
     plan = plan or plan_launch()
-    check_kernel(plan)
     prepare_environment(plan)
-    args = tuple(args)
-    if plan.launcher == "torch_xla.launch":
-        import torch_xla
-        from accelerate.utils import PrepareForLaunch
-
-        print(f"Launching training on {plan.replicas} TPU device(s) with torch_xla.launch.")
-        torch_xla.launch(PrepareForLaunch(function, distributed_type="XLA"), args=args, start_method="fork")
-        return None
-    if plan.launcher == "accelerate.debug_launcher":
-        from accelerate import debug_launcher
-
-        debug_launcher(function, args, num_processes=plan.num_processes)
-        return None
-    from accelerate import notebook_launcher
-
-    capture = _Capture(function)
+    args = list(args)
+    config = args[3]
+    temporary = None
+    if config.report_path is None:
+        temporary = tempfile.mkdtemp(prefix="tpu-course-report-")
+        args[3] = config = dataclasses.replace(config, report_path=os.path.join(temporary, "report.json"))
     try:
-        notebook_launcher(capture, args, num_processes=plan.num_processes)
+        launch_training(function, tuple(args), plan)
+        return TrainReport.load(config.report_path)
     finally:
-        if plan.in_process:
-            reset_accelerate_state()
-    return capture.result if plan.in_process else None
+        if temporary:
+            import shutil
+
+            shutil.rmtree(temporary, ignore_errors=True)

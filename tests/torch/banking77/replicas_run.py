@@ -38,11 +38,11 @@ def main(n: int, plant: str, report_path: str, timeout_s: float) -> None:
     plan = launch.plan_launch(Runtime("cpu", "local"), env={}, ipython=None, num_processes=n)
     launch.prepare_environment(plan)  # USE_TORCH_XLA=0, one OpenMP thread: before accelerate is imported
 
-    from benchmarks.bench_accelerate_loop import notebook_training_function
+    from tpu_helpers.banking77 import lesson_cells
     from tpu_helpers.banking77.train import TrainConfig
     from tpu_helpers.shared.boundaries import choose_boundaries
 
-    fn = notebook_training_function()
+    fn = lesson_cells.training_function  # notebook 05's cell, generated into the package
     real_make_loaders = fn.__globals__["make_loaders"]
 
     def planted_make_loaders(train_ds, eval_ds, config, tokenizer=None, num_replicas=1):

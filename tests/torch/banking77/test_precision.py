@@ -10,14 +10,14 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("torch_xla")
 pytest.importorskip("accelerate")
 
-from benchmarks.bench_accelerate_loop import notebook_training_function  # noqa: E402
 from tpu_helpers.banking77 import dataset, launch  # noqa: E402
 from tpu_helpers.banking77.train import TrainConfig, scaled_learning_rate  # noqa: E402
 from tpu_helpers.core.runtime import Runtime  # noqa: E402
 from tpu_helpers.shared.boundaries import choose_boundaries  # noqa: E402
 
 CPU_PLAN = launch.plan_launch(Runtime("cpu", "local"), env={}, ipython=None)
-training_function = notebook_training_function()
+from tpu_helpers.banking77.lesson_cells import training_function  # noqa: E402  (notebook 05's cell)
+
 TPU_LR = scaled_learning_rate(3e-4, 256, 32)  # the tpu profile's rate on one device (notebook 05's rule): 3.75e-5
 
 

@@ -6,6 +6,7 @@ One small bucketed training run (module fixture) is shared by the report tests; 
 A second, short launch trains with the seed's fixed-length padding on pre-padded data.
 """
 import os
+from pathlib import Path
 
 import pytest
 
@@ -14,7 +15,6 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("torch_xla")
 pytest.importorskip("accelerate")
 
-from benchmarks.bench_accelerate_loop import NOTEBOOK, notebook_training_function  # noqa: E402
 from tpu_helpers.banking77 import dataset, launch  # noqa: E402
 from tpu_helpers.banking77.evaluation import weighted_f1  # noqa: E402
 from tpu_helpers.banking77.train import (  # noqa: E402
@@ -28,7 +28,9 @@ from tpu_helpers.core.runtime import Runtime  # noqa: E402
 from tpu_helpers.shared.boundaries import choose_boundaries  # noqa: E402
 
 CPU_PLAN = launch.plan_launch(Runtime("cpu", "local"), env={}, ipython=None)
-training_function = notebook_training_function()
+from tpu_helpers.banking77.lesson_cells import training_function  # noqa: E402  (notebook 05's cell)
+
+NOTEBOOK = Path(__file__).resolve().parents[3] / "notebooks" / "05_banking77_accelerate.ipynb"
 
 
 def reset_accelerate():
@@ -179,19 +181,23 @@ def test_linear_scaling_rule_scales_the_learning_rate_with_the_global_batch():
             scaled_learning_rate(*bad)
 
 
-def test_the_notebook_shows_the_training_function_and_the_launcher_call_in_cells_of_their_own(
-        evaluate_as_notebook_05):
+def test_the_notebook_shows_the_training_function_and_the_launcher_call_in_cells_of_their_own():
+    import inspect
+
     import nbformat
+
+    from tpu_helpers.banking77 import lesson_cells
 
     cells = [c.source for c in nbformat.read(NOTEBOOK, as_version=4).cells if c.cell_type == "code"]
     fn = next(c for c in cells if "def training_function(" in c)
     assert "Accelerator(" in fn and "accelerator.prepare(" in fn and "accelerator.gather(" in fn
     assert "gather_for_metrics(" not in fn  # it loses rows on XLA (tests/torch/banking77/test_evaluation.py)
-    for line in evaluate_as_notebook_05.cell_lines:  # the tests' copy of its evaluation loop is still the cell's
-        assert line in fn, line
-    assert len(fn.splitlines()) <= 50, "the training function stays short enough to read in the notebook"
+    assert inspect.getsource(lesson_cells.training_function).rstrip() in fn  # the tests' function is the cell's
+    assert len(inspect.getsource(lesson_cells.training_function).splitlines()) <= 45, \
+        "the training function stays short enough to read in the notebook"
     launch_cell = next(c for c in cells if "notebook_launcher(training_function" in c)
-    assert "torch_xla.launch(" in launch_cell and launch_cell != fn
+    assert "torch_xla.launch(" in launch_cell and "debug_launcher(" in launch_cell and launch_cell != fn
+    assert inspect.getsource(lesson_cells.launch_training).rstrip() in launch_cell
 
 
 def test_weighted_f1_is_sklearns_and_refuses_unequal_lengths():

@@ -1,4 +1,4 @@
-"""Fixtures for notebook 07's package: a small BANKING77-style dataset and the notebook's small LightningModule."""
+"""Fixtures for notebook 07's package: a small BANKING77-style dataset and the notebook's own small LightningModule."""
 import pytest
 
 
@@ -16,30 +16,9 @@ def data():
 
 @pytest.fixture(scope="module")
 def bag_of_words():
-    """The notebook's BagOfWords: a LightningModule whose graphs compile in a fraction of a second."""
-    import lightning.pytorch as L
-    import torch
-    import torch.nn.functional as F
-
-    class BagOfWords(L.LightningModule):
-        def __init__(self, vocab_size, num_labels, read_loss_every_step=False, log_loss=True):
-            super().__init__()
-            self.embed = torch.nn.Embedding(vocab_size, 32)
-            self.head = torch.nn.Linear(32, num_labels)
-            self.read_loss_every_step = read_loss_every_step
-            self.log_loss = log_loss
-
-        def training_step(self, batch, batch_idx):
-            mask = batch["attention_mask"].unsqueeze(-1).float()
-            loss = F.cross_entropy(self.head((self.embed(batch["input_ids"]) * mask).sum(1) / mask.sum(1)),
-                                   batch["labels"])
-            if self.read_loss_every_step:
-                self.log("loss", loss.item())
-            elif self.log_loss:
-                self.log("loss", loss, on_step=False, on_epoch=True)
-            return loss
-
-        def configure_optimizers(self):
-            return torch.optim.AdamW(self.parameters(), lr=1e-2)
+    """Notebook 07's BagOfWords (its cell tagged ``save``, generated into `tpu_helpers.trainers.lesson_cells`): a
+    LightningModule whose graphs compile in a fraction of a second."""
+    pytest.importorskip("lightning")
+    from tpu_helpers.trainers.lesson_cells import BagOfWords
 
     return BagOfWords

@@ -122,9 +122,7 @@ REPLICAS, PER_REPLICA, EPOCHS = 2, 8, 2
 
 def make_tiny():
     """Data, loaders and the notebook's module at this file's sizes (a plain function: the fresh process calls it)."""
-    import lightning.pytorch as L
     from torch.utils.data import DataLoader
-    from transformers import get_linear_schedule_with_warmup
 
     from tpu_helpers.banking77 import dataset
     from tpu_helpers.banking77.buckets import BucketCollator, BucketedDataset
@@ -135,8 +133,7 @@ def make_tiny():
     enc = dataset.tokenize(data.dataset, tok, 32, padding="none")
     lengths = {s: [len(x) for x in enc[s]["input_ids"]] for s in ("train", "test")}
     bounds = choose_boundaries(lengths["train"], 32, max_buckets=2)
-    ns = run_cell("lightning-module", {"L": L, "torch": torch, "get_linear_schedule_with_warmup":
-                                       get_linear_schedule_with_warmup})
+    from tpu_helpers.trainers.lesson_cells import IntentClassifier  # the notebook's cell tagged lightning-module
 
     def loader(split, batch_sampler):
         return DataLoader(BucketedDataset(enc[split]), batch_sampler=batch_sampler, collate_fn=BucketCollator(tok))
@@ -144,7 +141,7 @@ def make_tiny():
     def module(seed=0):
         model = dataset.make_model("tiny", data, vocab_size=len(tok), max_length=32, hidden_size=32, layers=1,
                                    seed=seed)
-        return ns["IntentClassifier"](model, 3e-3)
+        return IntentClassifier(model, 3e-3)
 
     return dict(lengths=lengths, bounds=tuple(sorted(set(bounds) | {32})), loader=loader, module=module)
 
