@@ -3,7 +3,8 @@
     ./course test                      # everything
     ./course pytest tests/tf/mlm/test_x.py    # some paths only (one framework per process, same options)
 
-* **Lint first**: ``ruff check`` (pinned; rules in pyproject.toml) over the helpers, tests, tools and benchmarks.
+* **Lint first**: ``ruff check`` (pinned; rules in pyproject.toml) over the helpers, tests, tools, benchmarks and the
+  notebooks (ruff reads ``.ipynb`` itself).
 * **One framework per process.** TensorFlow and torch_xla abort a process that imports both, and pytest imports
   every test module into one process: ``tests/common`` (no framework), ``tests/tf`` and ``tests/torch`` run as
   separate pytest processes. Each folder's conftest declares its framework, so a test importing the other one fails
@@ -47,7 +48,7 @@ def pytest_command() -> list[str]:
 
 FOLDERS = {"common": "framework-free unit tests", "tf": "TensorFlow unit tests", "torch": "PyTorch/XLA unit tests",
            "hosted": "hosted TPU runtimes rehearsed (Colab, Kaggle: tools/rehearse_hosted.py)"}
-LINT_PATHS = ["tpu_helpers", "tests", "tools", "benchmarks"]
+LINT_PATHS = ["tpu_helpers", "tests", "tools", "benchmarks", "notebooks"]
 NOTEBOOKS = "notebooks, each alone in an empty folder (nbval)"
 
 
