@@ -7,7 +7,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from tpu_helpers.mlm.corpus import MLMDataError
+from tpu_helpers.mlm.errors import MLMDataError
 from tpu_helpers.mlm.shards import FEATURE, _tf, inspect_shards
 from tpu_helpers.mlm.tokenizer import BLOCK_SIZE
 

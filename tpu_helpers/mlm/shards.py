@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 import numpy as np
 
 from tpu_helpers.core.tempdirs import course_temp_dir
-from tpu_helpers.mlm.corpus import (
+from tpu_helpers.mlm.errors import (
     EmptyCorpusError,
     ManifestError,
     ShardBlockSizeError,
