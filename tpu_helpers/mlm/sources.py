@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
+from tpu_helpers.core.frameworks import import_tensorflow
 from tpu_helpers.core.hub import hub_access, pinned_revision
 from tpu_helpers.mlm.errors import CorpusUnavailableError, MLMDataError
 from tpu_helpers.mlm.gcs import split_gcs_path
@@ -91,9 +92,7 @@ def parse_corpus_source(value: str | os.PathLike[str]) -> CorpusSource:
 
 # ------------------------------------------------------------------------------------------ text files
 def _tf_gfile():
-    import tensorflow as tf
-
-    return tf.io.gfile
+    return import_tensorflow().io.gfile
 
 
 def list_text_files(location: str) -> list[str]:
