@@ -30,7 +30,7 @@ import time
 
 os.environ["USE_TF"] = "0"
 
-from benchmarks.harness import Benchmark, Candidate, cli, load_warning, run_isolated  # noqa: E402
+from benchmarks.harness import Benchmark, Candidate, cli, load_warning, run_isolated, time_calls  # noqa: E402
 
 MODULE = "benchmarks.bench_buckets_bert"
 MAX_LENGTH, BATCH = 64, 32
@@ -153,13 +153,12 @@ def train_worker(spec: dict) -> dict:
         extra["CompileTime s"] = round((mid.metric("CompileTime")[1] - before.metric("CompileTime")[1]) / 1e9, 1)
     traced.clear()
     synced.clear()
-    values = []
-    for _ in range(passes):
-        t = time.perf_counter()
+    def one_pass():
         for b in batches:
             step(b)
         done()
-        values.append(BATCH * len(batches) / (time.perf_counter() - t))
+
+    values = [BATCH * len(batches) / seconds for seconds in time_calls(one_pass, passes, warmup=0)]
     n = passes * len(batches)
     extra["s/step"] = round(BATCH / statistics.median(values), 3)
     extra["to sync s/step"] = round(sum(traced) / n, 3)

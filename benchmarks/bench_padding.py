@@ -11,12 +11,11 @@ compile (the compilations are counted), then timed, repeatedly.
 from __future__ import annotations
 
 import os
-import time
 
 os.environ.setdefault("PJRT_DEVICE", "CPU")
 os.environ["USE_TF"] = "0"
 
-from benchmarks.harness import Benchmark, Candidate, cli  # noqa: E402
+from benchmarks.harness import Benchmark, Candidate, cli, time_calls  # noqa: E402
 
 MAX_LENGTH = 64
 BATCH = 32
@@ -99,14 +98,8 @@ def run(quick: bool) -> Benchmark:
         batches = [tensors(idx, width) for idx, width in first]
         torch_xla.sync()
         with XlaCounters() as c:
-            t = time.perf_counter()
-            train(batches)  # compiles every shape among the first steps
-            warm = time.perf_counter() - t
-        times = []
-        for _ in range(repeats):
-            t = time.perf_counter()
-            train(batches)
-            times.append((time.perf_counter() - t) / len(batches))
+            [warm] = time_calls(lambda: train(batches), 1, warmup=0)  # compiles every shape among the first steps
+        times = [seconds / len(batches) for seconds in time_calls(lambda: train(batches), repeats, warmup=0)]
         extra = {"tokens per real token": round(computed / real, 2),
                  "shapes (epoch)": len(shapes),
                  "compiled (first steps)": c.compilations,
