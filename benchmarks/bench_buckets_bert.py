@@ -30,7 +30,7 @@ import time
 
 os.environ["USE_TF"] = "0"
 
-from benchmarks.harness import Benchmark, Candidate, cli, load_warning, run_isolated  # noqa: E402
+from benchmarks.harness import Benchmark, Candidate, cli, load_warning, run_isolated, time_calls  # noqa: E402
 
 MODULE = "benchmarks.bench_buckets_bert"
 MAX_LENGTH, BATCH = 64, 32
@@ -57,29 +57,13 @@ def _data(n_per_label: int):
     return out
 
 
-def _plan(lengths, strategy: str):
-    """[(indices, padded length)] of one training epoch (seed 0) and the bucket boundaries (None for max_length)."""
-    from tpu_helpers.banking77.buckets import BucketBatchSampler
-    from tpu_helpers.shared import padding
-    from tpu_helpers.shared.boundaries import choose_boundaries
-
-    if strategy == "buckets":
-        bounds = choose_boundaries(lengths, MAX_LENGTH, max_buckets=3)
-        plan = BucketBatchSampler(lengths, BATCH, bounds, seed=0).plan(0)
-        return [(list(map(int, b.indices)), b.padded_length) for b in plan], bounds
-    return [(list(map(int, b.indices)), b.padded_length)
-            for b in padding.padded_batches(lengths, BATCH, strategy, max_length=MAX_LENGTH, seed=0)], None
-
-
 def _tensors(ids, labels, indices, width):
+    """The batch of rows `indices`, padded to `width` (`tpu_helpers.banking77.buckets.padded_tensors`), with labels."""
     import torch
 
-    x = torch.zeros(len(indices), width, dtype=torch.long)
-    m = torch.zeros(len(indices), width, dtype=torch.long)
-    for r, i in enumerate(indices):
-        x[r, :len(ids[i])] = torch.tensor(ids[i])
-        m[r, :len(ids[i])] = 1
-    return {"input_ids": x, "attention_mask": m, "labels": torch.tensor([labels[i] for i in indices])}
+    from tpu_helpers.banking77.buckets import padded_tensors
+
+    return {**padded_tensors(ids, indices, width), "labels": torch.tensor([labels[i] for i in indices])}
 
 
 def _model(cfg_args: dict, seed: int = 0):
@@ -104,7 +88,9 @@ def train_worker(spec: dict) -> dict:
     load = os.getloadavg()[0]
     data = _data(n_per_label)
     ids, labels = data["train"]
-    epoch, bounds = _plan([len(x) for x in ids], strategy)
+    from tpu_helpers.banking77.buckets import epoch_batches
+
+    epoch, bounds = epoch_batches([len(x) for x in ids], strategy, batch_size=BATCH, max_length=MAX_LENGTH)
     timed = epoch[:steps]
     batches = [_tensors(ids, labels, idx, width) for idx, width in timed]
     real = sum(len(ids[i]) for idx, _ in timed for i in idx)
@@ -153,13 +139,12 @@ def train_worker(spec: dict) -> dict:
         extra["CompileTime s"] = round((mid.metric("CompileTime")[1] - before.metric("CompileTime")[1]) / 1e9, 1)
     traced.clear()
     synced.clear()
-    values = []
-    for _ in range(passes):
-        t = time.perf_counter()
+    def one_pass():
         for b in batches:
             step(b)
         done()
-        values.append(BATCH * len(batches) / (time.perf_counter() - t))
+
+    values = [BATCH * len(batches) / seconds for seconds in time_calls(one_pass, passes, warmup=0)]
     n = passes * len(batches)
     extra["s/step"] = round(BATCH / statistics.median(values), 3)
     extra["to sync s/step"] = round(sum(traced) / n, 3)

@@ -2,7 +2,8 @@
 
 The queries are `tpu_helpers.shared.banking_queries.banking_queries` (short banking questions in BANKING77's style, with a
 long tail), tokenized by a BERT-uncased WordPiece tokenizer trained on them; batch 32, max_length 64. For every
-strategy the benchmark builds one epoch of batches the way training would (the seed's ``max_length``, the
+strategy the benchmark builds one epoch of batches the way training would
+(`tpu_helpers.banking77.buckets.epoch_batches`: the seed's ``max_length``, the
 tokenizer's ``padding="longest"`` with and without ``pad_to_multiple_of=32``, and the course's length buckets,
 `tpu_helpers.banking77.buckets.BucketBatchSampler` with at most 3 boundaries), counts tokens and distinct shapes over the
 whole epoch, then trains a small BERT (2 layers, hidden 128) for the first steps of that epoch on XLA:CPU: once to
@@ -11,29 +12,14 @@ compile (the compilations are counted), then timed, repeatedly.
 from __future__ import annotations
 
 import os
-import time
 
 os.environ.setdefault("PJRT_DEVICE", "CPU")
 os.environ["USE_TF"] = "0"
 
-from benchmarks.harness import Benchmark, Candidate, cli  # noqa: E402
+from benchmarks.harness import Benchmark, Candidate, cli, time_calls  # noqa: E402
 
 MAX_LENGTH = 64
 BATCH = 32
-
-
-def epoch_batches(lengths, strategy: str, seed: int = 0):
-    """[(indices, padded_length)] for one epoch of ``strategy``."""
-    from tpu_helpers.banking77 import buckets
-    from tpu_helpers.shared import padding
-    from tpu_helpers.shared.boundaries import choose_boundaries
-
-    if strategy == "buckets":
-        bounds = choose_boundaries(lengths, MAX_LENGTH, max_buckets=3)
-        plan = buckets.BucketBatchSampler(lengths, BATCH, bounds, seed=seed).plan(0)
-        return [(list(b.indices), b.padded_length) for b in plan], bounds
-    return [(list(b.indices), b.padded_length)
-            for b in padding.padded_batches(lengths, BATCH, strategy, max_length=MAX_LENGTH, seed=seed)], None
 
 
 def run(quick: bool) -> Benchmark:
@@ -43,6 +29,7 @@ def run(quick: bool) -> Benchmark:
     from transformers import BertConfig, BertForSequenceClassification
 
     from tpu_helpers.banking77 import dataset
+    from tpu_helpers.banking77.buckets import epoch_batches, padded_tensors
     from tpu_helpers.shared.banking_queries import banking_queries
     from tpu_helpers.xla_torch.counters import XlaCounters
 
@@ -68,12 +55,8 @@ def run(quick: bool) -> Benchmark:
         state["opt"] = torch.optim.AdamW(state["model"].parameters(), lr=1e-4)
 
     def tensors(indices, width):
-        x = torch.zeros(len(indices), width, dtype=torch.long)
-        m = torch.zeros(len(indices), width, dtype=torch.long)
-        for r, i in enumerate(indices):
-            x[r, :len(ids[i])] = torch.tensor(ids[i])
-            m[r, :len(ids[i])] = 1
-        return {"input_ids": x.to(device), "attention_mask": m.to(device), "labels": labels_all[indices].to(device)}
+        batch = {**padded_tensors(ids, indices, width), "labels": labels_all[indices]}
+        return {k: v.to(device) for k, v in batch.items()}
 
     def train(batches):
         for b in batches:
@@ -89,7 +72,7 @@ def run(quick: bool) -> Benchmark:
                   ("pad_to_multiple_of=32", "multiple_of_32"), ("buckets (the course)", "buckets")]
     for k, (name, strategy) in enumerate(strategies):
         fresh_model(k)
-        epoch, bounds = epoch_batches(lengths, strategy)
+        epoch, bounds = epoch_batches(lengths, strategy, batch_size=BATCH, max_length=MAX_LENGTH)
         # the first step compiles AdamW's state creation, whatever the padding: done before the candidate's pass
         train([tensors(list(epoch[0][0]), epoch[0][1])])
         real = sum(lengths[i] for idx, _ in epoch for i in idx)
@@ -99,14 +82,8 @@ def run(quick: bool) -> Benchmark:
         batches = [tensors(idx, width) for idx, width in first]
         torch_xla.sync()
         with XlaCounters() as c:
-            t = time.perf_counter()
-            train(batches)  # compiles every shape among the first steps
-            warm = time.perf_counter() - t
-        times = []
-        for _ in range(repeats):
-            t = time.perf_counter()
-            train(batches)
-            times.append((time.perf_counter() - t) / len(batches))
+            [warm] = time_calls(lambda: train(batches), 1, warmup=0)  # compiles every shape among the first steps
+        times = [seconds / len(batches) for seconds in time_calls(lambda: train(batches), repeats, warmup=0)]
         extra = {"tokens per real token": round(computed / real, 2),
                  "shapes (epoch)": len(shapes),
                  "compiled (first steps)": c.compilations,

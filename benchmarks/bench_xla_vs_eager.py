@@ -19,7 +19,7 @@ import time
 
 os.environ["USE_TF"] = "0"
 
-from benchmarks.harness import Benchmark, Candidate, cli, load_warning, run_isolated  # noqa: E402
+from benchmarks.harness import Benchmark, Candidate, cli, load_warning, run_isolated, time_calls  # noqa: E402
 
 MODULE = "benchmarks.bench_xla_vs_eager"
 # name -> (BertConfig arguments, batch, sequence length)
@@ -81,21 +81,11 @@ def worker(spec: dict) -> dict:
         from tpu_helpers.xla_torch.counters import XlaCounters, snapshot
 
         with XlaCounters() as warm:
-            t = time.perf_counter()
-            for _ in range(spec["warmup"]):
-                step()
-            extra["warm-up s (compiling)"] = round(time.perf_counter() - t, 1)
+            extra["warm-up s (compiling)"] = round(sum(time_calls(step, spec["warmup"], warmup=0)), 1)
         extra["compilations (warm-up)"] = warm.compilations
         traced.clear()
         before = snapshot()
-    else:
-        for _ in range(spec["warmup"]):
-            step()
-    times = []
-    for _ in range(spec["repeats"]):
-        t = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - t)
+    times = time_calls(step, spec["repeats"], warmup=0 if mode == "xla" else spec["warmup"])  # xla: warmed above
     if mode == "xla":
         after, n = snapshot(), len(times)
         extra["compilations (timed)"] = after.counter("UncachedCompile") - before.counter("UncachedCompile")

@@ -46,6 +46,9 @@ batch is topped up with repeats of its own rows so that it keeps the batch shape
 what to cut from a flag that the loader's prefetch thread sets early (notebook 05's "Why gather?" section; its
 training function's evaluation loop, ending in `tpu_helpers.banking77.evaluation.rows_on_host`).
 
+The comparisons of paddings (benchmarks/bench_padding.py, bench_buckets_bert.py) build one epoch for any strategy,
+the buckets or one of `tpu_helpers.shared.padding`'s, with `epoch_batches`, and its tensors with `padded_tensors`.
+
 Sources: transformers ``trainer_pt_utils.get_length_grouped_indices`` and ``DataCollatorWithPadding`` (v4.57);
 accelerate ``data_loader.BatchSamplerShard`` and ``Accelerator.gather_for_metrics`` (v1.15):
 https://github.com/huggingface/accelerate/blob/v1.15.0/src/accelerate/data_loader.py
@@ -58,9 +61,11 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
-from tpu_helpers.shared.boundaries import BucketError, validate_boundaries
+from tpu_helpers.shared import padding
+from tpu_helpers.shared.boundaries import BucketError, choose_boundaries, validate_boundaries
 
-__all__ = ["GlobalBatch", "PlanStats", "BucketBatchSampler", "BucketedDataset", "BucketCollator"]
+__all__ = ["GlobalBatch", "PlanStats", "BucketBatchSampler", "BucketedDataset", "BucketCollator", "epoch_batches",
+           "padded_tensors"]
 
 
 @dataclass(frozen=True, eq=False)  # compared by identity: the indices are an array
@@ -257,3 +262,34 @@ class BucketCollator:
         self.shapes[(len(rows), length)] += 1
         self.sequence.append((len(rows), length))
         return batch
+
+
+def epoch_batches(lengths: Sequence[int], strategy: str, *, batch_size: int, max_length: int, max_buckets: int = 3,
+                  seed: int = 0) -> tuple[list[tuple[list[int], int]], list[int] | None]:
+    """One training epoch of batches as ``[(indices, padded_length)]`` for a padding `strategy`, and the bucket
+    boundaries (None but for ``"buckets"``): what the benchmarks compare. ``"buckets"`` is the course's
+    (`tpu_helpers.shared.boundaries.choose_boundaries` with at most `max_buckets`, then epoch 0 of
+    `BucketBatchSampler` with `seed`); any other name is a `tpu_helpers.shared.padding` strategy (``padded_batches``
+    shuffled with `seed`, the last incomplete batch dropped). `lengths` are token counts after truncation."""
+    if strategy == "buckets":
+        bounds = choose_boundaries(lengths, max_length, max_buckets=max_buckets)
+        plan = BucketBatchSampler(lengths, batch_size, bounds, seed=seed).plan(0)
+        return [([int(i) for i in b.indices], b.padded_length) for b in plan], list(bounds)
+    return [([int(i) for i in b.indices], b.padded_length)
+            for b in padding.padded_batches(lengths, batch_size, strategy, max_length=max_length, seed=seed)], None
+
+
+def padded_tensors(token_ids: Sequence[Sequence[int]], indices: Sequence[int], padded_length: int, *,
+                   pad_token_id: int = 0) -> dict[str, Any]:
+    """``input_ids`` and ``attention_mask`` (torch tensors on the CPU, ``len(indices) x padded_length``) of the rows
+    `indices` of `token_ids`, each padded on the right with `pad_token_id` (BERT's ``[PAD]`` is 0)."""
+    import torch
+
+    x = torch.full((len(indices), padded_length), pad_token_id, dtype=torch.long)
+    mask = torch.zeros(len(indices), padded_length, dtype=torch.long)
+    for row, i in enumerate(indices):
+        if len(token_ids[i]) > padded_length:
+            raise BucketError(f"row {i} has {len(token_ids[i])} tokens, more than the padded length {padded_length}")
+        x[row, :len(token_ids[i])] = torch.tensor(token_ids[i])
+        mask[row, :len(token_ids[i])] = 1
+    return {"input_ids": x, "attention_mask": mask}

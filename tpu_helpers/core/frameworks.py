@@ -14,7 +14,7 @@ from typing import MutableMapping
 from tpu_helpers.core.tpu_lock import TPUHeldError, check_tpu_free
 
 __all__ = ["FrameworkClashError", "WrongBuildError", "TPUHeldError", "use_framework", "loaded_frameworks", "check_tpu_build",
-           "record_xla_compilations"]
+           "record_xla_compilations", "import_tensorflow"]
 
 _OTHER = {"tf": ("torch_xla", "PyTorch/XLA"), "torch": ("tensorflow", "TensorFlow")}
 _NAMES = {"tf": "TensorFlow", "torch": "PyTorch/XLA"}
@@ -37,6 +37,21 @@ def loaded_frameworks(modules: dict | None = None) -> list[str]:
     if "torch_xla" in modules:
         found.append("torch")
     return found
+
+
+def import_tensorflow(*, modules: dict | None = None):
+    """The ``tensorflow`` module, imported on first call: the TensorFlow lessons' modules (``mlm``, ``xla_tf``) call
+    it inside their functions, so that importing them loads no framework. Raises `FrameworkClashError` instead of
+    importing TensorFlow beside torch_xla (the two abort the process together). ``modules`` is injectable for
+    tests."""
+    modules = sys.modules if modules is None else modules
+    if "torch_xla" in modules:
+        raise FrameworkClashError(
+            "torch_xla is already imported in this process, and TensorFlow cannot be loaded beside it (the two abort "
+            "the process together): restart the kernel and run only TensorFlow notebooks' code in it.")
+    import tensorflow
+
+    return tensorflow
 
 
 def use_framework(name: str, *, environ: MutableMapping[str, str] | None = None,

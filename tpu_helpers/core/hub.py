@@ -16,6 +16,8 @@ import time
 from contextlib import contextmanager
 from typing import Iterator
 
+from tpu_helpers.core.network import why_unreachable
+
 __all__ = ["PINNED_REVISIONS", "HubUnavailableError", "hub_access", "hub_offline", "hub_reachable",
            "pinned_revision"]
 
@@ -54,21 +56,13 @@ def hub_offline() -> bool:
 
 
 def hub_reachable(timeout: float = 5.0) -> bool:
-    """One HEAD request to the Hub (``HF_ENDPOINT``, through any configured proxy); remembered for a minute."""
-    import urllib.error
-    import urllib.request
-
+    """One HEAD request to the Hub (``HF_ENDPOINT``, through any configured proxy; the rule of
+    `tpu_helpers.core.network.why_unreachable`: any HTTP answer counts); remembered for a minute."""
     endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co").rstrip("/")
     seen = _PROBE.get(endpoint)
     if seen is not None and time.monotonic() - seen[0] < _PROBE_TTL_S:
         return seen[1]
-    try:
-        urllib.request.urlopen(urllib.request.Request(endpoint, method="HEAD"), timeout=timeout).close()
-        ok = True
-    except urllib.error.HTTPError:
-        ok = True  # it answered
-    except (OSError, ValueError):
-        ok = False
+    ok = why_unreachable(endpoint, timeout=timeout) is None
     _PROBE[endpoint] = (time.monotonic(), ok)
     return ok
 

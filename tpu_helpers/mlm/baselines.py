@@ -7,9 +7,10 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from tpu_helpers.core.frameworks import import_tensorflow
 from tpu_helpers.core.timing import Benchmark, Candidate
 from tpu_helpers.mlm.pipeline import MaskingSpec, mask_tokens
-from tpu_helpers.mlm.shards import FEATURE, _tf, inspect_shards
+from tpu_helpers.mlm.shards import FEATURE, inspect_shards
 from tpu_helpers.mlm.tokenizer import BLOCK_SIZE
 
 
@@ -41,7 +42,7 @@ def per_record_baseline(shards: str | Sequence[str], spec: MaskingSpec, *, batch
     pipelines measures where the parsing happens: per record here, per batch there. Output: the ``"dict"``
     form of `make_mlm_dataset`.
     """
-    tf = _tf()
+    tf = import_tensorflow()
     info = inspect_shards(shards, block_size=block_size, manifest=manifest)
     autotune = tf.data.AUTOTUNE
     files = tf.data.Dataset.from_tensor_slices(info.files)

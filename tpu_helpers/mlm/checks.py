@@ -26,6 +26,7 @@ from tpu_helpers.core.exercises import (
     run_check,
     short,
 )
+from tpu_helpers.core.frameworks import import_tensorflow
 from tpu_helpers.mlm.pipeline import MaskingSpec
 from tpu_helpers.mlm.shards import Manifest, ShardInfo, shard_name
 from tpu_helpers.xla_tf import xla
@@ -39,12 +40,6 @@ IGNORE_INDEX = -100
 # A small vocabulary, so that a replacement drawn from the whole vocabulary hits a special token often
 # (5 of 60 ids): the check sees it in every run instead of once in a while.
 CHECK_SPEC = MaskingSpec(mask_token_id=4, vocab_size=60, special_ids=(0, 1, 2, 3, 4), pad_token_id=1)
-
-
-def _tf():
-    import tensorflow as tf
-
-    return tf
 
 
 # --------------------------------------------------------------------------------------------- masking
@@ -85,7 +80,7 @@ def check_mask_batch(mask_batch: Callable, spec: MaskingSpec = CHECK_SPEC) -> Ch
     docstring for everything it checks)."""
 
     def body() -> str:
-        tf = _tf()
+        tf = import_tensorflow()
         ids = _check_ids(spec)
         small = tf.constant(ids[:4])
         out = call_answer(mask_batch, small, spec, what="mask_batch(input_ids, spec)")  # eagerly first
@@ -233,7 +228,7 @@ def check_masked_accuracy(masked_accuracy: Callable) -> CheckResult:
     label, 0.0 when none is labelled, with static shapes under XLA."""
 
     def body() -> str:
-        tf = _tf()
+        tf = import_tensorflow()
         cases = _accuracy_cases()
         labels0, logits0, _ = cases[0]
         call_answer(masked_accuracy, tf.constant(labels0), tf.constant(logits0),

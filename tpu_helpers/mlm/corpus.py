@@ -1,6 +1,6 @@
 """The corpus of notebook 04: WikiText from the Hub, offline generated text, or the learner's own text
-(`tpu_helpers.mlm.sources`), its summary, the filter, and the errors of the whole MLM data path. Framework-free
-at import."""
+(`tpu_helpers.mlm.sources`, which also holds the `Corpus` type), its summary and the filter. The errors of the whole
+MLM data path live in `tpu_helpers.mlm.errors` and are re-exported here. Framework-free at import."""
 from __future__ import annotations
 
 import dataclasses
@@ -9,62 +9,21 @@ import os
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from tpu_helpers.core.hub import hub_access, hub_offline, hub_reachable, pinned_revision
+from tpu_helpers.mlm import sources
+from tpu_helpers.mlm.errors import (  # noqa: F401  (re-exported: notebook 04 and the tests import them from here)
+    CorpusTooSmallError,
+    CorpusUnavailableError,
+    EmptyCorpusError,
+    ManifestError,
+    MLMDataError,
+    ShardBlockSizeError,
+    ShardError,
+    ShardVerificationError,
+)
+from tpu_helpers.mlm.sources import Corpus
 from tpu_helpers.shared import synthetic_text
-
-
-class MLMDataError(RuntimeError):
-    """Base class: something is wrong with the MLM data; the message says how to fix it."""
-
-
-class EmptyCorpusError(MLMDataError, ValueError):
-    """No text left after filtering (or nothing to chunk)."""
-
-
-class CorpusTooSmallError(EmptyCorpusError):
-    """The corpus does not fill one global batch of blocks."""
-
-
-class CorpusUnavailableError(MLMDataError):
-    """The online corpus cannot be loaded (offline, no cache)."""
-
-
-class ShardError(MLMDataError):
-    """Base class for problems with TFRecord shards."""
-
-
-class ShardBlockSizeError(ShardError, ValueError):
-    """Shards hold blocks of a different length than the pipeline expects (or of several lengths)."""
-
-
-class ManifestError(ShardError):
-    """The manifest is missing, unreadable, incomplete or disagrees with the files."""
-
-
-class ShardVerificationError(ShardError):
-    """A shard is missing, truncated or has the wrong checksum."""
-
-
-@dataclass
-class Corpus:
-    """A text corpus as a ``datasets.Dataset`` with one ``text`` column, and where it came from."""
-
-    dataset: Any
-    name: str
-    source: str  # "wikitext", "offline", or the learner's: "local", "gcs", "hub"
-    description: str
-
-    @property
-    def lines(self) -> int:
-        return len(self.dataset)
-
-    def characters(self) -> int:
-        return int(sum(len(t) for t in self.dataset["text"]))
-
-    def __str__(self) -> str:
-        return f"corpus: {self.name} ({self.source}): {self.lines:,} lines. {self.description}"
 
 
 def load_wikitext(split: str = "train", *, config: str = "wikitext-103-raw-v1", max_lines: int | None = None,
@@ -126,8 +85,6 @@ def load_corpus(kind: str = "auto", split: str = "train", *, max_lines: int | No
     English-like text), ``"auto"`` (WikiText unless the Hub is unreachable or ``HF_HUB_OFFLINE`` is set, then
     offline, saying why), or your own text: a ``.txt`` file or folder, local or ``gs://``, or
     ``"hf:NAME:CONFIG:COLUMN"`` for a Hugging Face dataset (`tpu_helpers.mlm.sources.parse_corpus_source`)."""
-    from tpu_helpers.mlm import sources
-
     source = sources.parse_corpus_source(kind)
     if source.kind in ("local", "gcs"):
         if split != "train":

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
+from tpu_helpers.core.network import why_unreachable
 from tpu_helpers.core.runtime import Runtime, detect_runtime
 
 __all__ = ["GCSError", "NeedsGCSPathError", "EmulatorOnTPUNodeError", "NoCredentialsError", "GCSUnreachableError",
@@ -169,18 +170,10 @@ GCS_ENDPOINT = "https://storage.googleapis.com/"
 
 
 def _gcs_unreachable(env: Mapping[str, str], timeout: float = 5.0) -> str | None:
-    """One HTTPS request to GCS (through the proxy `env` names, as TensorFlow's libcurl would): why it failed,
-    or None when GCS answered (any HTTP status counts as an answer)."""
+    """One HEAD request to GCS (through the proxy `env` names, as TensorFlow's libcurl would): why it failed,
+    or None when GCS answered (the rule of `tpu_helpers.core.network.why_unreachable`: any HTTP status counts)."""
     proxy = env.get("https_proxy") or env.get("HTTPS_PROXY")
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({"https": proxy} if proxy else {}))
-    try:
-        opener.open(urllib.request.Request(GCS_ENDPOINT, method="HEAD"), timeout=timeout).close()
-        return None
-    except urllib.error.HTTPError:
-        return None
-    except (OSError, ValueError) as e:
-        reason = getattr(e, "reason", e)
-        return f"{type(reason).__name__}: {str(reason)[:160]}"
+    return why_unreachable(GCS_ENDPOINT, timeout=timeout, proxies={"https": proxy} if proxy else {})
 
 
 def _login_hint(runtime: Runtime) -> str:

@@ -7,8 +7,9 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from tpu_helpers.mlm.corpus import MLMDataError
-from tpu_helpers.mlm.shards import FEATURE, _tf, inspect_shards
+from tpu_helpers.core.frameworks import import_tensorflow
+from tpu_helpers.mlm.errors import MLMDataError
+from tpu_helpers.mlm.shards import FEATURE, inspect_shards
 from tpu_helpers.mlm.tokenizer import BLOCK_SIZE
 
 
@@ -42,7 +43,7 @@ def mask_tokens(input_ids: Any, spec: MaskingSpec, *, mlm_probability: float = 0
     Works on any shape; traceable by ``tf.function``/XLA and inside ``tf.data``; with a seed, the same masks
     with or without ``jit_compile`` (Philox generator pinned).
     """
-    tf = _tf()
+    tf = import_tensorflow()
     ids = tf.convert_to_tensor(input_ids)
     shape = tf.shape(ids)
     specials = tf.constant(spec.special_ids, dtype=ids.dtype)
@@ -86,7 +87,7 @@ def make_mlm_dataset(shards: str | Sequence[str], spec: MaskingSpec, *, batch_si
     reproducible; training re-draws masks every epoch, evaluation (``shuffle=False``) keeps the same masks.
     The dataset's cardinality is ``total_records // batch_size`` (``repeat=True``: infinite).
     """
-    tf = _tf()
+    tf = import_tensorflow()
     if labels not in ("dict", "tuple"):
         raise ValueError("labels must be 'dict' or 'tuple'")
     if batch_size < 1:

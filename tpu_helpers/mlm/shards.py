@@ -18,8 +18,9 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
+from tpu_helpers.core.frameworks import import_tensorflow
 from tpu_helpers.core.tempdirs import course_temp_dir
-from tpu_helpers.mlm.corpus import (
+from tpu_helpers.mlm.errors import (
     EmptyCorpusError,
     ManifestError,
     ShardBlockSizeError,
@@ -119,17 +120,12 @@ class ShardReport:
         return text
 
 
-def _tf():
-    import tensorflow as tf
-    return tf
-
-
 def _join(base: str, name: str) -> str:
     return posixpath.join(base, name) if base.startswith("gs://") else os.path.join(base, name)
 
 
 def _write_text_atomic(path: str, text: str) -> None:
-    tf = _tf()
+    tf = import_tensorflow()
     tmp = f"{path}.partial-{uuid.uuid4().hex[:8]}"
     with tf.io.gfile.GFile(tmp, "w") as f:
         f.write(text)
@@ -164,7 +160,7 @@ def _iter_shard_blocks(blocks: np.ndarray | Iterable[np.ndarray], per_shard: int
 
 
 def _serialize(rows: np.ndarray) -> Iterator[bytes]:
-    tf = _tf()
+    tf = import_tensorflow()
     for row in rows:
         feature = tf.train.Feature(int64_list=tf.train.Int64List(value=row.tolist()))
         yield tf.train.Example(features=tf.train.Features(feature={FEATURE: feature})).SerializeToString()
@@ -188,7 +184,7 @@ def write_shards(blocks: np.ndarray | Iterable[np.ndarray], out_dir: str | os.Pa
     left alone and listed in the report. One folder holds one prefix: writing another one into it is refused. `blocks`: one array ``(records, block_size)`` or an iterable
     of them (streamed). Returns a `ShardReport`.
     """
-    tf = _tf()
+    tf = import_tensorflow()
     out_dir = str(out_dir).rstrip("/")
     if records_per_shard < 1:
         raise ValueError("records_per_shard must be positive")
@@ -289,7 +285,7 @@ def _owned(base: str, prefix: str) -> bool:
 
 def read_manifest(shard_dir: str | os.PathLike[str]) -> Manifest:
     """The folder's manifest; `ManifestError` if it is missing or unreadable."""
-    tf = _tf()
+    tf = import_tensorflow()
     path = _join(str(shard_dir).rstrip("/"), MANIFEST_NAME)
     if not tf.io.gfile.exists(path):
         raise ManifestError(f"no {MANIFEST_NAME} in {shard_dir}: write the shards with write_shards() (which "
@@ -342,7 +338,7 @@ def verify_shards(shard_dir: str | os.PathLike[str], *, deep: bool = True) -> Ve
     Also reports an incomplete manifest (an interrupted run), ``.tfrecord`` files the manifest does not list,
     and ``.partial`` leftovers.
     """
-    tf = _tf()
+    tf = import_tensorflow()
     shard_dir = str(shard_dir).rstrip("/")
     manifest = read_manifest(shard_dir)
     ok, problems = [], []
@@ -393,7 +389,7 @@ class ShardSet:
 
 
 def _first_record_length(path: str) -> int:
-    tf = _tf()
+    tf = import_tensorflow()
     for raw in tf.data.TFRecordDataset(path).take(1):
         example = tf.train.Example.FromString(raw.numpy())
         if FEATURE not in example.features.feature:
@@ -412,7 +408,7 @@ def inspect_shards(shards: str | Sequence[str], *, block_size: int = BLOCK_SIZE,
     be complete and have `block_size`. The first record of up to `peek` shards (spread over the list) is read
     to check its length, so shards of another block length are caught even without a manifest.
     """
-    tf = _tf()
+    tf = import_tensorflow()
     if isinstance(shards, (str, os.PathLike)):
         pattern = str(shards)
         is_glob = any(c in pattern for c in "*?[")

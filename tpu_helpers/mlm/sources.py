@@ -1,7 +1,8 @@
 """The learner's own text as notebook 04's corpus: a local ``.txt`` file or folder, ``gs://`` text files (read with
 ``tf.io.gfile``, so a TPU VM and the local emulator work alike), or a Hugging Face dataset by name with its text
-column (``"NAME:CONFIG:COLUMN"``, loaded like WikiText). Every file is checked line by line: an empty, binary
-or non-UTF-8 file is a `TextFileError` naming the file and the line. Framework-free at import."""
+column (``"NAME:CONFIG:COLUMN"``, loaded like WikiText); and `Corpus`, what every corpus loader returns (here and
+in `tpu_helpers.mlm.corpus`). Every file is checked line by line: an empty, binary or non-UTF-8 file is a
+`TextFileError` naming the file and the line. Framework-free at import."""
 from __future__ import annotations
 
 import codecs
@@ -10,15 +11,37 @@ import posixpath
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Any, Iterable, Iterator
 
+from tpu_helpers.core.frameworks import import_tensorflow
 from tpu_helpers.core.hub import hub_access, pinned_revision
-from tpu_helpers.mlm.corpus import Corpus, CorpusUnavailableError, MLMDataError
+from tpu_helpers.mlm.errors import CorpusUnavailableError, MLMDataError
+from tpu_helpers.mlm.gcs import split_gcs_path
 
 TEXT_SUFFIXES = (".txt",)
 BUILTIN = ("auto", "wikitext", "offline")
 # NAME, NAME:CONFIG, NAME:CONFIG:COLUMN or NAME::COLUMN; NAME may be owner/name (a Hub repo id)
 _HUB_SPEC = re.compile(r"^(?P<name>[\w.-]+(?:/[\w.-]+)?)(?::(?P<config>[\w.-]*))?(?::(?P<column>[\w.-]+))?$")
+
+
+@dataclass
+class Corpus:
+    """A text corpus as a ``datasets.Dataset`` with one ``text`` column, and where it came from."""
+
+    dataset: Any
+    name: str
+    source: str  # "wikitext", "offline", or the learner's: "local", "gcs", "hub"
+    description: str
+
+    @property
+    def lines(self) -> int:
+        return len(self.dataset)
+
+    def characters(self) -> int:
+        return int(sum(len(t) for t in self.dataset["text"]))
+
+    def __str__(self) -> str:
+        return f"corpus: {self.name} ({self.source}): {self.lines:,} lines. {self.description}"
 
 
 class TextFileError(MLMDataError, ValueError):
@@ -49,8 +72,6 @@ def parse_corpus_source(value: str | os.PathLike[str]) -> CorpusSource:
     if text.lower() in BUILTIN:
         return CorpusSource("builtin", text.lower())
     if text[:3].lower() == "gs:":
-        from tpu_helpers.mlm.gcs import split_gcs_path
-
         split_gcs_path(text)  # InvalidGCSPathError for gs:/x, GS://x or a bad bucket name
         return CorpusSource("gcs", text.rstrip("/"))
     explicit_hub = text.lower().startswith("hf:")
@@ -71,9 +92,7 @@ def parse_corpus_source(value: str | os.PathLike[str]) -> CorpusSource:
 
 # ------------------------------------------------------------------------------------------ text files
 def _tf_gfile():
-    import tensorflow as tf
-
-    return tf.io.gfile
+    return import_tensorflow().io.gfile
 
 
 def list_text_files(location: str) -> list[str]:

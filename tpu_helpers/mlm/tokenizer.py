@@ -10,7 +10,8 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from tpu_helpers.mlm.corpus import Corpus, CorpusTooSmallError, EmptyCorpusError, MLMDataError
+from tpu_helpers.mlm.errors import CorpusTooSmallError, EmptyCorpusError, MLMDataError
+from tpu_helpers.mlm.sources import Corpus
 
 BLOCK_SIZE = 128
 SPECIAL_TOKENS = ("<s>", "<pad>", "</s>", "<unk>", "<mask>")  # ids 0-4, RoBERTa's order for 0-3

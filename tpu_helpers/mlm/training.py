@@ -8,13 +8,13 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from tpu_helpers.mlm.shards import _tf
+from tpu_helpers.core.frameworks import import_tensorflow
 
 
 def masked_accuracy(labels: Any, logits: Any, *, ignore_index: int = -100):
     """``(correct, counted)``: how many labelled positions the argmax of `logits` gets right, and how many
     positions are labelled (label != `ignore_index`). Static shapes (no boolean mask): XLA-friendly."""
-    tf = _tf()
+    tf = import_tensorflow()
     labels = tf.convert_to_tensor(labels)
     mask = tf.cast(tf.not_equal(labels, ignore_index), tf.float32)
     predicted = tf.cast(tf.argmax(logits, axis=-1), labels.dtype)
@@ -42,7 +42,7 @@ def masked_accuracy_metric(name: str = "masked_accuracy", ignore_index: int = -1
             self.counted.assign_add(counted)
 
         def result(self):
-            return _tf().math.divide_no_nan(self.correct, self.counted)
+            return import_tensorflow().math.divide_no_nan(self.correct, self.counted)
 
         def reset_state(self):
             self.correct.assign(0.0)

@@ -26,6 +26,7 @@ from tpu_helpers.core.exercises import (
     run_check,
     short,
 )
+from tpu_helpers.core.frameworks import import_tensorflow
 from tpu_helpers.shared import padding
 from tpu_helpers.xla_tf import xla
 
@@ -39,12 +40,6 @@ MAX_COMPILATIONS = 4  # rule 3's budget: distinct batch shapes ...
 MAX_PADDED_FRACTION = 0.25  # ... and share of computed tokens that are padding
 
 
-def _tf():
-    import tensorflow as tf
-
-    return tf
-
-
 def _one_line_error(error: BaseException) -> str:
     return xla._why(error)  # the line of a TensorFlow error that says why
 
@@ -55,7 +50,7 @@ def clip_if_too_long(gradient, max_norm: float):
 
     A Python ``if`` on a tensor: eager TensorFlow runs it; without AutoGraph, XLA cannot compile it.
     """
-    tf = _tf()
+    tf = import_tensorflow()
     norm = tf.norm(gradient)
     if norm > max_norm:
         gradient = gradient * (max_norm / norm)
@@ -87,7 +82,7 @@ def check_clip_without_if(clip_without_if: Callable) -> CheckResult:
     without a branch and return what `clip_if_too_long` returns, on 7 gradients."""
 
     def body() -> str:
-        tf = _tf()
+        tf = import_tensorflow()
         cases = [(np.asarray(g, np.float32), m) for g, m in _CLIP_CASES]
         call_answer(clip_without_if, tf.constant(cases[0][0]), cases[0][1],
                     what="clip_without_if(gradient, max_norm)")  # eagerly first: the skeleton says "not attempted"
@@ -160,7 +155,7 @@ def check_masked_mean(masked_mean: Callable) -> CheckResult:
     ``per_token_loss`` over the positions whose label is not -100 (0.0 when there is none), on 5 batches."""
 
     def body() -> str:
-        tf = _tf()
+        tf = import_tensorflow()
         loss, batches = _masked_batches()
         total = loss.size
         loss_t = tf.constant(loss)

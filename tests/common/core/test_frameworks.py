@@ -2,10 +2,11 @@
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from tpu_helpers.core.frameworks import FrameworkClashError, loaded_frameworks, use_framework
+from tpu_helpers.core.frameworks import FrameworkClashError, import_tensorflow, loaded_frameworks, use_framework
 
 
 def test_sets_transformers_backend_variables():
@@ -22,6 +23,19 @@ def test_refuses_the_other_stack():
         use_framework("tf", environ={}, modules={"torch_xla": object()})
     with pytest.raises(FrameworkClashError, match="TensorFlow is already imported"):
         use_framework("torch", environ={}, modules={"tensorflow": object()})
+
+
+def test_import_tensorflow_refuses_beside_torch_xla_before_importing_it():
+    with pytest.raises(FrameworkClashError, match="torch_xla is already imported"):
+        import_tensorflow(modules={"torch_xla": object()})
+    assert "tensorflow" not in sys.modules
+
+
+def test_the_lesson_modules_share_one_tensorflow_import():
+    """One home for the lazy ``import tensorflow`` (issue 29): no module defines its own ``_tf()`` helper."""
+    root = Path(__file__).resolve().parents[3] / "tpu_helpers"
+    own = sorted(str(p.relative_to(root)) for p in root.rglob("*.py") if "def _tf(" in p.read_text(encoding="utf-8"))
+    assert own == [], f"use tpu_helpers.core.frameworks.import_tensorflow() instead of a private _tf() in {own}"
 
 
 def test_refuses_when_transformers_was_imported_with_the_other_backend():

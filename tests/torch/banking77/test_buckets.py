@@ -159,11 +159,11 @@ def test_bad_settings_get_clear_errors():
         BucketBatchSampler([5] * 10, 8, BOUNDS, num_replicas=2)
 
 
-def test_padding_benchmark_builds_one_epoch_per_strategy():
-    from benchmarks import bench_padding
-
+def test_epoch_batches_builds_one_epoch_per_strategy():
+    """What benchmarks/bench_padding.py and bench_buckets_bert.py compare (issue 29: one source, in the package)."""
     lens = lengths(400, seed=3, longest=64)
-    out = {s: bench_padding.epoch_batches(lens, s) for s in ("max_length", "longest", "multiple_of_32", "buckets")}
+    out = {s: buckets.epoch_batches(lens, s, batch_size=32, max_length=64)
+           for s in ("max_length", "longest", "multiple_of_32", "buckets")}
     for strategy, (epoch, bounds) in out.items():
         seen = [i for idx, _ in epoch for i in idx]
         assert len(seen) == len(set(seen)) > 400 - 32 * 3  # each query at most once, few dropped
@@ -176,3 +176,24 @@ def test_padding_benchmark_builds_one_epoch_per_strategy():
         return sum(len(idx) * w for idx, w in epoch) / sum(lens[i] for idx, _ in epoch for i in idx)
 
     assert ratio(out["buckets"][0]) < ratio(out["multiple_of_32"][0]) < ratio(out["max_length"][0])
+
+
+def test_epoch_batches_is_the_sampler_plan_and_the_padding_strategy_and_plain_ints():
+    lens = lengths(200, seed=5, longest=64)
+    epoch, bounds = buckets.epoch_batches(lens, "buckets", batch_size=16, max_length=64, max_buckets=2, seed=7)
+    assert bounds == list(choose_boundaries(lens, 64, max_buckets=2))
+    plan = BucketBatchSampler(lens, 16, bounds, seed=7).plan(0)
+    assert [(idx, w) for idx, w in epoch] == [(b.indices.tolist(), b.padded_length) for b in plan]
+    assert all(type(i) is int for idx, _ in epoch for i in idx)
+    with pytest.raises(ValueError, match="unknown padding strategy"):
+        buckets.epoch_batches(lens, "bucket", batch_size=16, max_length=64)
+
+
+def test_padded_tensors_pad_on_the_right_with_a_mask():
+    ids = [[5, 6, 7], [8], [9, 10]]
+    out = buckets.padded_tensors(ids, [2, 0, 1], 4)
+    assert out["input_ids"].tolist() == [[9, 10, 0, 0], [5, 6, 7, 0], [8, 0, 0, 0]]
+    assert out["attention_mask"].tolist() == [[1, 1, 0, 0], [1, 1, 1, 0], [1, 0, 0, 0]]
+    assert buckets.padded_tensors(ids, [1], 2, pad_token_id=3)["input_ids"].tolist() == [[8, 3]]
+    with pytest.raises(BucketError, match="more than the padded length 2"):
+        buckets.padded_tensors(ids, [0], 2)
