@@ -92,6 +92,7 @@ def run(quick: bool) -> Benchmark:
     bounds = choose_boundaries([len(x) for x in enc["train"]["input_ids"]], MAX_LENGTH)
     plan = launch.plan_launch(Runtime("cpu", "local"), env={}, ipython=None)
     from tpu_helpers.banking77.lesson_cells import training_function  # notebook 05's cell
+    from tpu_helpers.banking77.notebook_run import run_as_notebook
     f1 = {"course, buckets": [], "course, max_length": [], "plain loop": []}
     seconds = {k: [] for k in f1}
     for seed in SEEDS:  # rounds: every candidate once per seed
@@ -101,7 +102,7 @@ def run(quick: bool) -> Benchmark:
                                  weight_decay=WEIGHT_DECAY, warmup_ratio=WARMUP, progress=False, padding=padding,
                                  boundaries=tuple(bounds), max_length=MAX_LENGTH, seed=seed)
             start = time.perf_counter()
-            report = launch.launch(training_function, (model, enc["train"], enc["test"], config, tok), plan)
+            report = run_as_notebook(training_function, (model, enc["train"], enc["test"], config, tok), plan)
             seconds[f"course, {padding}"].append(time.perf_counter() - start)
             f1[f"course, {padding}"].append(report.epochs[-1].f1)
         model = dataset.make_model(ckpt, data, max_length=MAX_LENGTH, seed=seed)

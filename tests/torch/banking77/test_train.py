@@ -2,7 +2,7 @@
 in-process launch on PyTorch/XLA's CPU device, with a tiny BERT.
 
 One small bucketed training run (module fixture) is shared by the report tests; it goes through the real launcher
-(`tpu_helpers.banking77.launch.launch` -> `accelerate.notebook_launcher(num_processes=1)`), as notebook 05 does on a CPU.
+(`tpu_helpers.banking77.notebook_run.run_as_notebook` -> its launch cell -> `accelerate.notebook_launcher(num_processes=1)`), as notebook 05 does on a CPU.
 A second, short launch trains with the seed's fixed-length padding on pre-padded data.
 """
 import os
@@ -29,6 +29,7 @@ from tpu_helpers.shared.boundaries import choose_boundaries  # noqa: E402
 
 CPU_PLAN = launch.plan_launch(Runtime("cpu", "local"), env={}, ipython=None)
 from tpu_helpers.banking77.lesson_cells import training_function  # noqa: E402  (notebook 05's cell)
+from tpu_helpers.banking77.notebook_run import run_as_notebook  # noqa: E402
 
 NOTEBOOK = Path(__file__).resolve().parents[3] / "notebooks" / "05_banking77_accelerate.ipynb"
 
@@ -54,7 +55,7 @@ def run(tiny, tmp_path_factory):
     path = tmp_path_factory.mktemp("report") / "report.json"
     config = TrainConfig(epochs=2, batch_size=32, eval_batch_size=32, learning_rate=2e-3, progress=False,
                          report_path=str(path), padding="buckets", boundaries=bounds, max_length=32)
-    report = launch.launch(training_function, (model, enc["train"], enc["test"], config, tok), CPU_PLAN)
+    report = run_as_notebook(training_function, (model, enc["train"], enc["test"], config, tok), CPU_PLAN)
     return report, path
 
 
@@ -144,11 +145,11 @@ def test_a_second_in_process_launch_works_with_fixed_length_padding_and_an_outsi
     Accelerator()
     try:
         with pytest.raises(launch.LaunchError, match="Accelerator"):
-            launch.launch(training_function, (None, padded["train"], padded["test"], TrainConfig()), CPU_PLAN)
+            run_as_notebook(training_function, (None, padded["train"], padded["test"], TrainConfig()), CPU_PLAN)
     finally:
         reset_accelerate()
     model = dataset.make_model("tiny", data, vocab_size=len(tok), max_length=16, hidden_size=32)
-    again = launch.launch(training_function, (model, padded["train"], padded["test"],
+    again = run_as_notebook(training_function, (model, padded["train"], padded["test"],
                                               TrainConfig(epochs=1, progress=False, eval_batch_size=32)), CPU_PLAN)
     assert again.pid == os.getpid() and len(again.epochs) == 1 and again.padding == "max_length"
     assert again.shapes("train") == ["32x16"] and again.shapes("eval") == ["13x16", "32x16"]
