@@ -6,9 +6,10 @@ waits in the next all-reduce for partners that never come (a hang), and on gloo 
 batches of another shape (a silent divergence). So before the first step the replicas compare their plans, and at
 the end they compare what they actually did:
 
-* `plan_fingerprint`: a CRC of this replica's view of the global plan (every epoch's batches: indices and padded
-  lengths) and its steps per epoch; `check_plans_agree` all-gathers it and raises `ReplicaMismatchError` naming the
-  replicas that differ.
+* `planned_steps`: this replica's view of the global plan, ``(rows, padded length)`` of every batch of every epoch
+  (`batch_plan`); `check_plans_agree` all-gathers the plans (`gather_plans`) and raises `ReplicaMismatchError`
+  naming the replicas that differ and the first step where they do (`plan_problems`). Notebook 07's Lightning
+  replicas make the same comparison before each epoch (`tpu_helpers.trainers.replicas`).
 * `wait_for_all`: on gloo (the CPU rehearsal) a ``monitored_barrier`` at the start of training and at the end of
   every epoch's training waits at most ``timeout_s`` and names the replicas that did not arrive, instead of hanging.
 * `weights_digest`: 63 bits of a SHA-256 of every parameter, to show the replicas' weights are identical.
@@ -21,56 +22,78 @@ replicas' plans or names the one that differs.
 from __future__ import annotations
 
 import hashlib
-import zlib
 from datetime import timedelta
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
 from tpu_helpers.banking77.errors import TrainingError
 
-__all__ = ["ReplicaMismatchError", "plan_fingerprint", "check_plans_agree", "wait_for_all", "weights_digest",
-           "gather_rows", "describe_mismatch"]
+__all__ = ["ReplicaMismatchError", "batch_plan", "plan_problems", "gather_plans", "planned_steps",
+           "check_plans_agree", "wait_for_all", "weights_digest", "gather_rows"]
 
 
 class ReplicaMismatchError(TrainingError):
     """The replicas do not plan (or did not do) the same training; the message names the replicas."""
 
 
-def plan_fingerprint(batch_sampler: Any, epochs: int, steps_per_epoch: int) -> tuple[int, int]:
-    """(steps per epoch, CRC-32 of the global plan of every epoch) as this replica sees them.
+def batch_plan(batches: Iterable[Sequence[Any]]) -> list[tuple[int, int]]:
+    """``(rows, padded_length)`` of each batch of a batch sampler (length 0 for plain indices, which carry none)."""
+    out = []
+    for b in batches:
+        lengths = {int(it[1]) for it in b if isinstance(it, (tuple, list))}
+        if len(lengths) > 1:
+            raise ReplicaMismatchError(f"one batch asks for several padded lengths {sorted(lengths)}")
+        out.append((len(b), lengths.pop() if lengths else 0))
+    return out
 
-    ``batch_sampler`` is the unsharded one (`make_loaders`' ``loaders.train.batch_sampler``): every replica must
-    build the same. Items are ``(index, padded_length)`` pairs (the bucket sampler, whose plan depends only on its
-    data, seed and epoch); a sampler without ``set_epoch`` (a shuffled DataLoader) gives its step count only.
-    """
+
+def plan_problems(plans: Sequence[Sequence[tuple[int, int]]]) -> list[str]:
+    """What differs between the replicas' plans (``plans[r]``: replica r's ``(rows, padded_length)`` per step),
+    each problem naming the replica; replica 0 is the reference. Empty when every replica plans the same."""
+    problems = []
+    ref = list(map(tuple, plans[0]))
+    for r, plan in enumerate(plans[1:], start=1):
+        plan = list(map(tuple, plan))
+        if len(plan) != len(ref):
+            more = len(plan) > len(ref)
+            problems.append(
+                f"replica {r} plans {len(plan)} steps, replica 0 plans {len(ref)}: replica "
+                f"{r if more else 0} would wait forever in the all-reduce of a step the other does not take")
+            continue
+        diff = [k for k, (a, b) in enumerate(zip(ref, plan)) if a != b]
+        if diff:
+            k = diff[0]
+            problems.append(f"replica {r} has another batch shape than replica 0 at {len(diff)} step(s), first at "
+                            f"step {k}: {plan[k]} vs {ref[k]} (rows, padded length)")
+    return problems
+
+
+def gather_plans(mine: Sequence[tuple[int, int]], all_gather) -> list[list[tuple[int, int]]]:
+    """Every replica's plan, on every replica: two ``all_gather`` calls (the step counts, then the shapes padded
+    to the longest plan). ``all_gather`` is Lightning's ``trainer.strategy.all_gather`` (a ``[replicas, ...]``
+    tensor) or Accelerate's ``accelerator.gather`` (concatenated along the first dimension): both reshape alike."""
+    import torch
+
+    counts = [int(c) for c in all_gather(torch.tensor([len(mine)], dtype=torch.long)).reshape(-1)]
+    table = torch.full((max(counts), 2), -1, dtype=torch.long)
+    if mine:
+        table[:len(mine)] = torch.tensor([list(s) for s in mine], dtype=torch.long)
+    every = all_gather(table).reshape(len(counts), max(counts), 2)
+    return [[tuple(int(x) for x in row) for row in every[r, :n].tolist()] for r, n in enumerate(counts)]
+
+
+def planned_steps(batch_sampler: Any, epochs: int, steps_per_epoch: int) -> list[tuple[int, int]]:
+    """`batch_plan` of every epoch of the unsharded batch sampler (`make_loaders`' ``loaders.train.batch_sampler``),
+    which every replica must build the same. A sampler without ``set_epoch`` (a shuffled DataLoader: iterating it
+    would draw from the random state) gives its step count only."""
     set_epoch = getattr(batch_sampler, "set_epoch", None)
-    if set_epoch is None:  # a shuffled DataLoader: iterating it would draw from the random state; steps only
-        return int(steps_per_epoch), 0
-    crc = 0
+    if set_epoch is None:
+        return [(0, 0)] * (epochs * steps_per_epoch)
+    plan = []
     for epoch in range(epochs):
         set_epoch(epoch)
-        for batch in batch_sampler:
-            flat = [int(x) for item in batch for x in (item if isinstance(item, tuple) else (item,))]
-            crc = zlib.crc32(repr((len(batch), flat)).encode(), crc)
+        plan += batch_plan(batch_sampler)
     set_epoch(0)
-    return int(steps_per_epoch), int(crc)
-
-
-def describe_mismatch(fingerprints: Sequence[tuple[int, int]]) -> str | None:
-    """None when every replica's (steps, crc) is replica 0's; else which replicas differ and how."""
-    first = tuple(fingerprints[0])
-    odd = [(r, tuple(f)) for r, f in enumerate(fingerprints) if tuple(f) != first]
-    if not odd:
-        return None
-    parts = []
-    for r, (steps, crc) in odd:
-        if steps != first[0]:
-            parts.append(f"replica {r} plans {steps} steps per epoch, replica 0 plans {first[0]}")
-        else:
-            parts.append(f"replica {r} plans other batches (other rows or padded lengths; plan CRC {crc:08x}, "
-                         f"replica 0's {first[1]:08x})")
-    return ("the replicas do not plan the same training: " + "; ".join(parts) + ". Every process must build the "
-            "same sampler (same data, seed and bucket boundaries) and take its share; on a TPU a replica with one "
-            "step more, or another batch shape, waits forever in the next all-reduce.")
+    return plan
 
 
 def _on_gloo() -> bool:
@@ -79,20 +102,19 @@ def _on_gloo() -> bool:
     return dist.is_available() and dist.is_initialized() and dist.get_backend() == "gloo"
 
 
-def check_plans_agree(accelerator: Any, fingerprint: tuple[int, int], timeout_s: float) -> list[tuple[int, int]]:
-    """All-gather every replica's `plan_fingerprint`; raise `ReplicaMismatchError` (on every replica) if they
+def check_plans_agree(accelerator: Any, plan: Sequence[tuple[int, int]], timeout_s: float) -> None:
+    """All-gather every replica's plan (`planned_steps`); raise `ReplicaMismatchError` on every replica if they
     differ. On gloo a monitored barrier first names the replicas that did not arrive within ``timeout_s``."""
-    import torch
-
     if accelerator.num_processes == 1:
-        return [tuple(fingerprint)]
+        return
     wait_for_all(accelerator, "the start of training", timeout_s)
-    local = torch.tensor(list(fingerprint), dtype=torch.int64, device=accelerator.device)
-    gathered = accelerator.gather(local).cpu().view(-1, 2).tolist()
-    problem = describe_mismatch(gathered)
-    if problem:
-        raise ReplicaMismatchError(f"replica {accelerator.process_index}: {problem}")
-    return [tuple(f) for f in gathered]
+    plans = gather_plans(plan, lambda t: accelerator.gather(t.to(accelerator.device)).cpu())
+    problems = plan_problems(plans)
+    if problems:
+        raise ReplicaMismatchError(
+            f"replica {accelerator.process_index}: the replicas do not plan the same training: " + "; ".join(problems)
+            + ". Every process must build the same sampler (same data, seed and bucket boundaries) and take its "
+            "share; on a TPU a replica with one step more, or another batch shape, waits forever in an all-reduce.")
 
 
 def wait_for_all(accelerator: Any, where: str, timeout_s: float) -> None:

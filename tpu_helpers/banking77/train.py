@@ -301,9 +301,9 @@ class RunLog:
         self.main = accelerator.is_main_process
         self.on_xla = accelerator.distributed_type == DistributedType.XLA
         if self.n_proc > 1:  # before the first step: do all replicas plan the same batches? (`replicas`)
-            from tpu_helpers.banking77.replicas import check_plans_agree, plan_fingerprint
+            from tpu_helpers.banking77.replicas import check_plans_agree, planned_steps
 
-            mine = plan_fingerprint(loaders.train.batch_sampler, config.epochs, steps_per_epoch)
+            mine = planned_steps(loaders.train.batch_sampler, config.epochs, steps_per_epoch)
             check_plans_agree(accelerator, mine, config.replica_timeout_s)
         self.compilations_before = self._compilations()
         self.step_shapes: list[list[int]] = []  # [rows, padded length] of each training step of this replica

@@ -17,9 +17,9 @@ arrived``; so the processes run plain CPU torch, no XLA.) What this module adds 
   another goes to replica ``k % N`` (what accelerate's ``BatchSamplerShard`` does in notebook 05). The rank is
   read in the process that iterates (the loader is built before the fork, in the kernel).
 * `SamePlanOnEveryReplica`: before each epoch, one ``all_gather`` of every replica's planned steps and batch
-  shapes. A replica with one step more would wait forever in that step's all-reduce (gloo's default timeout is
+  shapes (`tpu_helpers.banking77.replicas`, the same comparison notebook 05's replicas make). A replica with one step more would wait forever in that step's all-reduce (gloo's default timeout is
   30 minutes); a different shape on one replica is one more XLA graph on a TPU. Either stops every process at once
-  with `ReplicaDivergence`, naming the replica.
+  with `ReplicaMismatchError`, naming the replica.
 * `ReplicaLog`: a forked process cannot hand objects back to the kernel (Lightning returns rank 0's weights and
   logged metrics only), so each rank writes what it saw to a file of its own: per step the batch shape, per
   epoch the sample indices it was given, its weights after training, its predictions and the gathered ones.
@@ -43,12 +43,9 @@ from typing import Any, Iterable, Iterator, Sequence
 import torch
 from lightning.pytorch.callbacks import Callback
 
-__all__ = ["ReplicaShard", "ReplicaDivergence", "SamePlanOnEveryReplica", "ReplicaLog", "interleave",
-           "plan_problems", "gather_plans", "batch_plan", "check_fork_safe"]
+from tpu_helpers.banking77.replicas import ReplicaMismatchError, batch_plan, gather_plans, plan_problems
 
-
-class ReplicaDivergence(RuntimeError):
-    """The replicas do not plan the same steps: some would wait forever in a collective, or compile other graphs."""
+__all__ = ["ReplicaShard", "SamePlanOnEveryReplica", "ReplicaLog", "interleave", "check_fork_safe"]
 
 
 def _dist_rank() -> int:
@@ -101,7 +98,7 @@ class ReplicaShard:
     def __iter__(self) -> Iterator[list]:
         batches = list(self.batch_sampler)  # indices only: cheap, and the step count is known before step 1
         if len(batches) % self.num_replicas:
-            raise ReplicaDivergence(f"the batch sampler gave {len(batches)} batches, not a multiple of "
+            raise ReplicaMismatchError(f"the batch sampler gave {len(batches)} batches, not a multiple of "
                                     f"{self.num_replicas} replicas: the last step would leave replica(s) "
                                     f"{list(range(len(batches) % self.num_replicas, self.num_replicas))} without a "
                                     "batch while the others wait for them")
@@ -112,52 +109,9 @@ class ReplicaShard:
         return len(self.batch_sampler) // self.num_replicas
 
 
-def batch_plan(batches: Iterable[Sequence[Any]]) -> list[tuple[int, int]]:
-    """``(rows, padded_length)`` of each batch of a batch sampler (length 0 for plain indices, which carry none)."""
-    out = []
-    for b in batches:
-        lengths = {int(it[1]) for it in b if isinstance(it, (tuple, list))}
-        if len(lengths) > 1:
-            raise ReplicaDivergence(f"one batch asks for several padded lengths {sorted(lengths)}")
-        out.append((len(b), lengths.pop() if lengths else 0))
-    return out
-
-
-def plan_problems(plans: Sequence[Sequence[tuple[int, int]]]) -> list[str]:
-    """What differs between the replicas' plans (``plans[r]``: replica r's ``(rows, padded_length)`` per step),
-    each problem naming the replica; replica 0 is the reference. Empty when every replica plans the same."""
-    problems = []
-    ref = list(map(tuple, plans[0]))
-    for r, plan in enumerate(plans[1:], start=1):
-        plan = list(map(tuple, plan))
-        if len(plan) != len(ref):
-            more = len(plan) > len(ref)
-            problems.append(
-                f"replica {r} plans {len(plan)} steps, replica 0 plans {len(ref)}: replica "
-                f"{r if more else 0} would wait forever in the all-reduce of a step the other does not take")
-            continue
-        diff = [k for k, (a, b) in enumerate(zip(ref, plan)) if a != b]
-        if diff:
-            k = diff[0]
-            problems.append(f"replica {r} has another batch shape than replica 0 at {len(diff)} step(s), first at "
-                            f"step {k}: {plan[k]} vs {ref[k]} (rows, padded length)")
-    return problems
-
-
-def gather_plans(mine: Sequence[tuple[int, int]], all_gather) -> list[list[tuple[int, int]]]:
-    """Every replica's plan, on every replica: two ``all_gather`` calls (the step counts, then the shapes padded
-    to the longest plan). ``all_gather`` is ``trainer.strategy.all_gather`` (a ``[replicas, ...]`` tensor)."""
-    counts = [int(c) for c in all_gather(torch.tensor([len(mine)], dtype=torch.long)).reshape(-1)]
-    table = torch.full((max(counts), 2), -1, dtype=torch.long)
-    if mine:
-        table[:len(mine)] = torch.tensor([list(s) for s in mine], dtype=torch.long)
-    every = all_gather(table).reshape(len(counts), max(counts), 2)
-    return [[tuple(int(x) for x in row) for row in every[r, :n].tolist()] for r, n in enumerate(counts)]
-
-
 class SamePlanOnEveryReplica(Callback):
     """Before each training epoch, every replica checks that all replicas plan the same number of steps with the
-    same batch shapes (one round of `gather_plans`); if not, every process raises `ReplicaDivergence` naming the
+    same batch shapes (one round of `gather_plans`); if not, every process raises `ReplicaMismatchError` naming the
     replica, before its first step, instead of one of them hanging in an all-reduce."""
 
     def on_train_epoch_start(self, trainer, pl_module) -> None:
@@ -170,7 +124,7 @@ class SamePlanOnEveryReplica(Callback):
         plans = gather_plans(batch_plan(batches), trainer.strategy.all_gather)
         problems = plan_problems(plans)
         if problems:
-            raise ReplicaDivergence(f"epoch {trainer.current_epoch + 1}, process of replica "
+            raise ReplicaMismatchError(f"epoch {trainer.current_epoch + 1}, process of replica "
                                     f"{trainer.global_rank}: the replicas do not plan the same steps: "
                                     + "; ".join(problems))
 

@@ -22,14 +22,8 @@ pytest.importorskip("lightning")
 torch = pytest.importorskip("torch")
 
 from tpu_helpers.banking77.buckets import BucketBatchSampler  # noqa: E402
-from tpu_helpers.trainers.replicas import (  # noqa: E402
-    ReplicaDivergence,
-    ReplicaShard,
-    batch_plan,
-    check_fork_safe,
-    interleave,
-    plan_problems,
-)
+from tpu_helpers.banking77.replicas import ReplicaMismatchError, batch_plan, plan_problems  # noqa: E402
+from tpu_helpers.trainers.replicas import ReplicaShard, check_fork_safe, interleave  # noqa: E402
 
 NOTEBOOK = Path(__file__).resolve().parents[3] / "notebooks" / "07_trainers_lightning_hf.ipynb"
 LENGTHS = [3, 5, 7, 9, 12, 15, 16, 6, 8, 14, 2, 11, 13, 4, 10, 16, 9, 7, 5, 3] * 5  # 100 queries
@@ -82,7 +76,7 @@ def test_bad_shards_are_clear_errors():
     with pytest.raises(ValueError, match="rank 2 is not one of the 2"):
         ReplicaShard(sampler, 2, rank=2)
     odd = [[(0, 8)], [(1, 8)], [(2, 8)]]  # three batches for two replicas
-    with pytest.raises(ReplicaDivergence, match=r"replica\(s\) \[1\] without a batch"):
+    with pytest.raises(ReplicaMismatchError, match=r"replica\(s\) \[1\] without a batch"):
         list(ReplicaShard(odd, 2, rank=0))
 
 
@@ -96,7 +90,7 @@ def test_plan_problems_name_the_replica_with_a_step_more_or_another_shape():
     (shape,) = plan_problems([same, [(4, 8), (4, 8)]])
     assert "replica 1 has another batch shape" in shape and "step 1: (4, 8) vs (4, 16)" in shape
     assert batch_plan([[(0, 8), (1, 8)], [5, 6, 7]]) == [(2, 8), (3, 0)]
-    with pytest.raises(ReplicaDivergence, match="several padded lengths"):
+    with pytest.raises(ReplicaMismatchError, match="several padded lengths"):
         batch_plan([[(0, 8), (1, 16)]])
 
 
@@ -232,7 +226,7 @@ def scenario_a_replica_with_one_batch_more_stops_the_run_before_its_first_step_n
                                         "would wait forever") as info:
         trainer.fit(tiny["module"](), tiny["loader"]("train", OneBatchMoreOnReplica1(sampler, REPLICAS)))
     assert time.perf_counter() - start < 60, "it failed fast, not at gloo's 30-minute timeout"
-    assert "ReplicaDivergence" in str(info.value)
+    assert "ReplicaMismatchError" in str(info.value)
     assert not list((tmp_path / "log").glob("train-rank*.pt")), "no process trained"
 
 
@@ -247,7 +241,7 @@ def scenario_without_the_check_the_same_bug_stops_only_at_gloos_timeout_naming_n
     with pytest.raises(Exception, match="(?i)timed out|timeout|connection closed by peer") as info:
         trainer.fit(tiny["module"](), tiny["loader"]("train", OneBatchMoreOnReplica1(sampler, REPLICAS)))
     assert 5 <= time.perf_counter() - start < 60
-    assert "ReplicaDivergence" not in str(info.value)
+    assert "ReplicaMismatchError" not in str(info.value)
 
 
 # --- the forked runs, in a fresh process -----------------------------------------------------------------------------
