@@ -36,7 +36,7 @@ from typing import Any, Mapping, Sequence
 
 from tpu_helpers.xla_torch.counters import SCALAR_READ, XlaSnapshot, fallbacks_between, snapshot
 
-__all__ = ["StepStats", "StepRecorder", "Problem", "SlowRunReport", "diagnose_slow_run", "shape_signature",
+__all__ = ["StepStats", "StepRecorder", "Problem", "SlowRunReport", "diagnose_slow_run", "shape_signature", "shapes_from_an_earlier_run",
            "PROBLEM_KINDS", "run_in_fresh_process"]
 
 PROBLEM_KINDS = ("cpu_fallback", "recompilation", "host_sync", "compile_time", "small_batch")
@@ -300,6 +300,19 @@ def diagnose_slow_run(run: StepRecorder | Sequence[StepStats], *, warmup_steps: 
                 "memory), or accumulate gradients over several micro-batches."))
 
     return SlowRunReport(problems, summary)
+
+
+def shapes_from_an_earlier_run(steps: Sequence[StepStats], *, warmup_steps: int = 2) -> list[StepStats]:
+    """The steps after the warm-up whose input shapes are new in this run, when every one of them was found in the
+    compile cache without compiling (an earlier run in this process compiled them, e.g. a notebook cell run
+    twice); else []. A fresh process would compile each of them: the recompilations the detective reports."""
+    new, seen = [], set()
+    for k, s in enumerate(steps):
+        key = tuple(sorted(s.shapes.items()))
+        if k >= warmup_steps and key not in seen:
+            new.append(s)
+        seen.add(key)
+    return new if new and all(s.cache_hits and not s.compilations for s in new) else []
 
 
 def run_in_fresh_process(code: str, env: Mapping[str, str] | None = None,

@@ -151,3 +151,16 @@ def test_fresh_process_runs_on_the_cpu_backend_with_extra_env():
         env={"X_COURSE": "42"})
     assert child.returncode == 0, child.stderr
     assert child.stdout.split() == ["CPU", "42"]
+
+
+def test_shapes_from_an_earlier_run_are_new_shapes_after_the_warm_up_all_served_from_the_cache():
+    from tpu_helpers.xla_debug.diagnose import StepStats, shapes_from_an_earlier_run
+
+    def step(i, n, compiled, hits):
+        return StepStats(index=i, shapes={"input_ids": (4, n)}, compilations=compiled, cache_hits=hits)
+
+    rerun = [step(0, 8, 0, 1), step(1, 8, 0, 1), step(2, 16, 0, 1), step(3, 8, 0, 1), step(4, 24, 0, 1)]
+    assert [s.index for s in shapes_from_an_earlier_run(rerun)] == [2, 4]
+    fresh = rerun[:4] + [step(4, 24, 1, 0)]  # one new shape compiled here: a real recompilation
+    assert shapes_from_an_earlier_run(fresh) == []
+    assert shapes_from_an_earlier_run(rerun[:2] + [step(2, 8, 0, 1)]) == []  # no new shape at all
