@@ -75,9 +75,9 @@ def plain_loop(model, train_ds, tokenizer, boundaries, epochs: int, seed: int) -
 
 def run(quick: bool) -> Benchmark:
     from tpu_helpers.banking77 import dataset, launch
+    from tpu_helpers.banking77.config import TrainConfig
     from tpu_helpers.banking77.lesson_cells import training_function  # notebook 05's cell
     from tpu_helpers.banking77.notebook_run import run_as_notebook
-    from tpu_helpers.banking77.train import TrainConfig
     from tpu_helpers.core.runtime import Runtime
     from tpu_helpers.shared.boundaries import choose_boundaries
 

@@ -144,7 +144,7 @@ def train_worker(spec: dict) -> dict:
             step(b)
         done()
 
-    values = [BATCH * len(batches) / seconds for seconds in time_calls(one_pass, passes, warmup=0)]
+    values = [BATCH * len(batches) / seconds for seconds in time_calls(one_pass, passes, warmup_steps=0)]
     n = passes * len(batches)
     extra["s/step"] = round(BATCH / statistics.median(values), 3)
     extra["to sync s/step"] = round(sum(traced) / n, 3)

@@ -82,8 +82,8 @@ def run(quick: bool) -> Benchmark:
         batches = [tensors(idx, width) for idx, width in first]
         torch_xla.sync()
         with XlaCounters() as c:
-            [warm] = time_calls(lambda: train(batches), 1, warmup=0)  # compiles every shape among the first steps
-        times = [seconds / len(batches) for seconds in time_calls(lambda: train(batches), repeats, warmup=0)]
+            [warm] = time_calls(lambda: train(batches), 1, warmup_steps=0)  # compiles every shape among the first steps
+        times = [seconds / len(batches) for seconds in time_calls(lambda: train(batches), repeats, warmup_steps=0)]
         extra = {"tokens per real token": round(computed / real, 2),
                  "shapes (epoch)": len(shapes),
                  "compiled (first steps)": c.compilations,

@@ -80,7 +80,7 @@ def plain_loop(model, train_ds, test_ds, tokenizer, seed: int) -> float:
 
 def run(quick: bool) -> Benchmark:
     from tpu_helpers.banking77 import dataset, launch
-    from tpu_helpers.banking77.train import TrainConfig
+    from tpu_helpers.banking77.config import TrainConfig
     from tpu_helpers.core.runtime import Runtime
     from tpu_helpers.shared.boundaries import choose_boundaries
 

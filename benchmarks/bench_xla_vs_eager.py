@@ -36,7 +36,7 @@ MODES = {"eager_plain": "eager (plain process)", "eager_with_xla": "eager (torch
 
 
 def worker(spec: dict) -> dict:
-    """One candidate: ``{"mode", "model", "repeats", "warmup"}`` -> seconds per timed step and its extras."""
+    """One candidate: ``{"mode", "model", "repeats", "warmup_steps"}`` -> seconds per timed step and its extras."""
     mode, (cfg_args, batch, seq) = spec["mode"], MODELS[spec["model"]]
     if mode == "eager_plain":
         os.environ["USE_TORCH_XLA"] = "0"  # else accelerate (imported by transformers' models) imports torch_xla
@@ -81,11 +81,11 @@ def worker(spec: dict) -> dict:
         from tpu_helpers.xla_torch.counters import XlaCounters, snapshot
 
         with XlaCounters() as warm:
-            extra["warm-up s (compiling)"] = round(sum(time_calls(step, spec["warmup"], warmup=0)), 1)
+            extra["warm-up s (compiling)"] = round(sum(time_calls(step, spec["warmup_steps"], warmup_steps=0)), 1)
         extra["compilations (warm-up)"] = warm.compilations
         traced.clear()
         before = snapshot()
-    times = time_calls(step, spec["repeats"], warmup=0 if mode == "xla" else spec["warmup"])  # xla: warmed above
+    times = time_calls(step, spec["repeats"], warmup_steps=0 if mode == "xla" else spec["warmup_steps"])  # xla: warmed above
     if mode == "xla":
         after, n = snapshot(), len(times)
         extra["compilations (timed)"] = after.counter("UncachedCompile") - before.counter("UncachedCompile")
@@ -109,7 +109,7 @@ def run(quick: bool) -> list[Benchmark]:
         for r in range(rounds):  # alternate the candidates, so a load change hits all of them alike
             for mode in MODES:
                 res = run_isolated(MODULE, {"mode": mode, "model": model, "repeats": repeats,
-                                            "warmup": 3 if mode == "xla" else 1})
+                                            "warmup_steps": 3 if mode == "xla" else 1})
                 print(f"  {model} {mode} round {r + 1}: {res['values']}", file=sys.stderr, flush=True)
                 seen = results.setdefault(mode, {"values": [], "extra": res["extra"]})
                 seen["values"] += res["values"]

@@ -10,7 +10,7 @@ Every notebook in notebooks/ is named ``NN_slug.ipynb`` (NN = 00, 01, ... withou
   (``tpu-course-tf`` / ``tpu-course-torch``: `./course setup` registers both, on a TPU VM one environment each),
   and metadata limited to kernelspec, language_info and ``tpu_course``: the notebook's framework ("tf" or "torch")
   and its lesson package (``"package": "tpu_helpers.xla_tf"``). The package is one hop from the notebook: a folder
-  of tpu_helpers/ whose ``__init__`` declares the same ``FRAMEWORK`` and ``NOTEBOOK``, with ``checks.py`` and
+  of tpu_helpers/ whose ``__init__`` declares the same ``FRAMEWORK`` and ``NOTEBOOK``, with ``exercise_checks.py`` and
   ``solutions.py``; the notebook imports its checks from it, and no module of it imports the other framework.
 The badges and the install cell point at the notebook's own revision: the tag ``v<version>`` of pyproject.toml.
 `./course links` regenerates the badge and install cells and colab_links.md; tests/common/tools/test_notebook_conventions.py
@@ -351,11 +351,11 @@ def package_problems(package: str | None, framework: str | None, stem: str, sour
         out.append(f"{package}.FRAMEWORK is {declared.get('FRAMEWORK')!r}, the notebook's framework is {framework!r}")
     if declared.get("NOTEBOOK") != stem:
         out.append(f"{package}.NOTEBOOK is {declared.get('NOTEBOOK')!r}, not this notebook ({stem!r})")
-    for name in ("checks.py", "solutions.py"):
+    for name in ("exercise_checks.py", "solutions.py"):
         if not (folder / name).is_file():
             out.append(f"{package} has no {name} (every lesson package holds its exercises' checks and answers)")
-    if not re.search(rf"^\s*from {re.escape(package)} import checks\b", sources, re.M):
-        out.append(f"the notebook must import its exercise checks from its own package ({package}.checks)")
+    if not re.search(rf"^\s*from {re.escape(package)} import exercise_checks\b", sources, re.M):
+        out.append(f"the notebook must import its exercise checks from its own package ({package}.exercise_checks)")
     for module in sorted(folder.rglob("*.py")):
         bad = sorted(imported_modules(module) & set(FORBIDDEN.get(framework, ())))
         if bad:

@@ -2,7 +2,7 @@
 plumbing, the evaluation and the launch plan.
 
 The notebook: ``notebooks/05_banking77_accelerate.ipynb`` (its metadata names this package). Framework: PyTorch/XLA
-only (``FRAMEWORK``); the exercises' checks are in ``checks.py``, the reference answers in ``solutions.py``.
+only (``FRAMEWORK``); the exercises' checks are in ``exercise_checks.py``, the reference answers in ``solutions.py``.
 """
 FRAMEWORK = 'torch'  # the framework this package's modules may import (tests/conventions enforce it)
 NOTEBOOK = '05_banking77_accelerate'

@@ -6,7 +6,7 @@ from typing import Sequence
 
 from tpu_helpers.banking77.errors import TrainingError
 
-__all__ = ["rows_on_host", "rows_still_due", "check_evaluation_plan", "weighted_f1"]
+__all__ = ["rows_on_host", "rows_kept", "rows_still_due", "check_evaluation_plan", "weighted_f1"]
 
 
 def weighted_f1(predictions: Sequence[int], references: Sequence[int]) -> float:
@@ -64,20 +64,26 @@ def check_evaluation_plan(eval_dl, n_rows: int, num_replicas: int = 1, order: Se
     return len(steps)
 
 
-def rows_on_host(gathered, n_rows: int):
-    """``gathered``: the ``(predictions, labels)`` pairs ``accelerator.gather`` returned for each evaluation batch,
-    in order. Returns two NumPy arrays of exactly ``n_rows`` rows: each batch copied to the host once, the rows
-    still due kept (`rows_still_due`: only the last batch's repeats are cut). Each batch was computed when the
-    loader synced at the next step, so the copy is a transfer, not a new graph; the cut happens on the host because
-    a slice on the device would be one more graph to compile."""
+def rows_kept(batches, n_rows: int):
+    """The evaluation batches (tensors or arrays of one value per row, in order) as one NumPy array of exactly
+    ``n_rows`` rows: each batch copied to the host once, the rows still due kept (`rows_still_due`: only the last
+    batch's repeats are cut). Raises `TrainingError` when the batches hold fewer rows."""
     import numpy as np
 
-    out_p, out_r, seen = [], [], 0
-    for p, r in gathered:
-        keep = rows_still_due(len(p), seen, n_rows)
-        out_p.append(p.cpu().numpy()[:keep])
-        out_r.append(r.cpu().numpy()[:keep])
+    out, seen = [], 0
+    for b in batches:
+        keep = rows_still_due(len(b), seen, n_rows)
+        out.append((b.cpu().numpy() if hasattr(b, "cpu") else np.asarray(b))[:keep])
         seen += keep
     if seen != n_rows:
         raise TrainingError(f"the evaluation loader produced {seen} rows for {n_rows} test rows")
-    return np.concatenate(out_p), np.concatenate(out_r)
+    return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
+
+
+def rows_on_host(gathered, n_rows: int):
+    """``gathered``: the ``(predictions, labels)`` pairs ``accelerator.gather`` returned for each evaluation batch,
+    in order. Returns two NumPy arrays of exactly ``n_rows`` rows (`rows_kept`). Each batch was computed when the
+    loader synced at the next step, so the copy is a transfer, not a new graph; the cut happens on the host because
+    a slice on the device would be one more graph to compile."""
+    pairs = list(gathered)
+    return rows_kept([p for p, _ in pairs], n_rows), rows_kept([r for _, r in pairs], n_rows)

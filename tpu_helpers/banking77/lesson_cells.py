@@ -12,7 +12,8 @@ from accelerate import Accelerator
 from accelerate.utils import set_seed
 from transformers import get_linear_schedule_with_warmup
 
-from tpu_helpers.banking77.train import RunLog, make_loaders
+from tpu_helpers.banking77.run_log import RunLog
+from tpu_helpers.banking77.loaders import make_loaders
 
 
 def evaluate(accelerator, model, eval_dl, autocast):

@@ -12,7 +12,7 @@ import tempfile
 from typing import Any, Callable, Sequence
 
 from tpu_helpers.banking77.launch import LaunchPlan, plan_launch, prepare_environment
-from tpu_helpers.banking77.train import TrainReport
+from tpu_helpers.banking77.run_log import TrainReport
 
 __all__ = ["run_as_notebook"]
 

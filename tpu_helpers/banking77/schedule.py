@@ -15,15 +15,18 @@ from typing import Sequence
 import numpy as np
 
 
-def linear_schedule_lrs(learning_rate: float, total_steps: int, warmup_steps: int) -> np.ndarray:
+def linear_schedule_lrs(learning_rate: float, total_steps: int, lr_warmup_steps: int) -> np.ndarray:
     """The learning rate of each optimizer step under transformers' ``get_linear_schedule_with_warmup``: linear
-    from 0 over `warmup_steps`, then linear down to 0 at `total_steps` (step 0 uses the first value)."""
-    if total_steps < 1 or warmup_steps < 0:
-        raise ValueError(f"total_steps={total_steps}, warmup_steps={warmup_steps}: need total >= 1, warmup >= 0")
+    from 0 over `lr_warmup_steps` (its ``num_warmup_steps``: the learning rate's ramp, not the compile warm-up of
+    `tpu_helpers.xla_debug.diagnose.diagnose_slow_run`), then linear down to 0 at `total_steps` (step 0 uses the
+    first value)."""
+    if total_steps < 1 or lr_warmup_steps < 0:
+        raise ValueError(f"total_steps={total_steps}, lr_warmup_steps={lr_warmup_steps}: need total >= 1, "
+                         "warm-up >= 0")
     step = np.arange(total_steps, dtype=np.float64)
-    warm = step / max(1, warmup_steps)
-    decay = np.maximum(0.0, (total_steps - step) / max(1, total_steps - warmup_steps))
-    return learning_rate * np.where(step < warmup_steps, warm, decay)
+    warm = step / max(1, lr_warmup_steps)
+    decay = np.maximum(0.0, (total_steps - step) / max(1, total_steps - lr_warmup_steps))
+    return learning_rate * np.where(step < lr_warmup_steps, warm, decay)
 
 
 def decay_rounds_to_one(lrs: Sequence[float], weight_decay: float, dtype=np.float32) -> np.ndarray:

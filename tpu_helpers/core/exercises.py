@@ -68,7 +68,7 @@ def _strict(flag: bool | None = None) -> bool:
 def answer(learner_answer: Any, solutions: bool | None = None, *, lesson: str, name: str | None = None) -> Any:
     """The learner's answer, or the reference solution ``<lesson>.solutions.<name>`` when solutions are on.
 
-    A lesson's ``checks.py`` binds `lesson` to its own package (``nb01_checks.answer(masked_mean, SOLUTIONS)``), so
+    A lesson's ``exercise_checks.py`` binds `lesson` to its own package (``nb01_checks.answer(masked_mean, SOLUTIONS)``), so
     the notebook names neither the package nor a key; `name` defaults to the answer's ``__name__`` (give it for a
     value, e.g. a table).
     """
@@ -85,7 +85,7 @@ def answer(learner_answer: Any, solutions: bool | None = None, *, lesson: str, n
 
 
 def answer_for(lesson: str) -> Callable[..., Any]:
-    """`answer` bound to one lesson package (``answer = answer_for(__package__)`` in its ``checks.py``)."""
+    """`answer` bound to one lesson package (``answer = answer_for(__package__)`` in its ``exercise_checks.py``)."""
     return functools.partial(answer, lesson=lesson)
 
 

@@ -117,7 +117,7 @@ def _datasets_sees_tensorflow_tpu(version: str) -> None:
         config.TF_AVAILABLE, config.TF_VERSION = True, Version(version)
 
 
-XLA_MODULE_RE = ".*tpucourse.*"  # the names tpu_helpers.xla_tf.xla.jit gives the functions it counts
+XLA_MODULE_RE = ".*tpucourse.*"  # the names tpu_helpers.xla_tf.counters.jit gives the functions it counts
 
 
 def record_xla_compilations(environ: MutableMapping[str, str] | None = None) -> str:

@@ -1,7 +1,7 @@
 """The course's one timing loop and result model: candidates measured side by side, repeated, median and spread,
 ratios against a baseline. The result model (`Candidate`, `Benchmark`) holds the notebooks' comparisons
 (`tpu_helpers.mlm.baselines`) and the benchmark suite's figures (benchmarks/). The loop, `time_calls`, times
-repeated calls of one function: `tpu_helpers.xla_tf.xla.seconds_per_call` and the benchmarks that repeat a step
+repeated calls of one function: `tpu_helpers.xla_tf.counters.seconds_per_call` and the benchmarks that repeat a step
 or a pass (bench_padding, bench_xla_vs_eager, bench_buckets_bert) use it. What is not a repeated call reads the
 clock itself: a pipeline read for a fixed time (mlm.baselines), each epoch of one training run
 (bench_accelerate_loop), a whole training run per seed (bench_pretrained_f1), the parts of one step (before and
@@ -85,9 +85,9 @@ class Benchmark:
         return cls(**d)
 
 
-def time_calls(fn: Callable[[], object], repeats: int, warmup: int = 1) -> list[float]:
-    """Seconds per call of `fn`, `repeats` times, after `warmup` untimed calls (compilation happens there)."""
-    for _ in range(warmup):
+def time_calls(fn: Callable[[], object], repeats: int, warmup_steps: int = 1) -> list[float]:
+    """Seconds per call of `fn`, `repeats` times, after `warmup_steps` untimed calls (the warm-up: compilation happens there)."""
+    for _ in range(warmup_steps):
         fn()
     out = []
     for _ in range(repeats):

@@ -36,7 +36,7 @@ Framework use: these modules import only numpy at import time (chunking is frame
 ``tpu_helpers.core.frameworks.use_framework("tf")`` first, as every TF notebook does.
 
 The notebook: ``notebooks/04_mlm_from_scratch_tensorflow.ipynb`` (its metadata names this package). Framework:
-TensorFlow only (``FRAMEWORK``); the exercises' checks are in ``checks.py``, the reference answers in ``solutions.py``.
+TensorFlow only (``FRAMEWORK``); the exercises' checks are in ``exercise_checks.py``, the reference answers in ``solutions.py``.
 """
 FRAMEWORK = 'tf'  # the framework this package's modules may import (tests/conventions enforce it)
 NOTEBOOK = '04_mlm_from_scratch_tensorflow'

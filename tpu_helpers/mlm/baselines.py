@@ -66,12 +66,12 @@ def per_record_baseline(shards: str | Sequence[str], spec: MaskingSpec, *, batch
 
 
 def compare_pipelines(pipelines: Mapping[str, Callable[[], Any]], *, rounds: int = 3, seconds: float = 1.0,
-                      warmup: int = 3, progress: bool = False) -> Benchmark:
+                      warmup_steps: int = 3, progress: bool = False) -> Benchmark:
     """Measure the samples/s of several ``tf.data`` pipelines in one run, interleaved so that a slow moment of a
     shared machine hits every candidate alike.
 
     `pipelines`: name -> a function that builds the dataset (it must not run out: use ``repeat``). Each is built
-    once, its first `warmup` batches (shuffle buffers filling, functions tracing) are not timed, then every
+    once, its first `warmup_steps` batches (shuffle buffers filling, functions tracing) are not timed, then every
     round iterates each pipeline for about `seconds` and records samples/s. Elements are dicts with
     ``input_ids`` or ``(inputs, labels)`` tuples. Returns a `tpu_helpers.core.timing.Benchmark` (baseline: the
     slowest pipeline).
@@ -80,7 +80,7 @@ def compare_pipelines(pipelines: Mapping[str, Callable[[], Any]], *, rounds: int
     batch = 0
     for name, make in pipelines.items():
         it = iter(make())
-        for _ in range(warmup):
+        for _ in range(warmup_steps):
             first = next(it)
         x = first[0] if isinstance(first, tuple) else first
         batch = int(x["input_ids"].shape[0])

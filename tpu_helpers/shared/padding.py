@@ -17,7 +17,7 @@ Strategies (names accepted everywhere a ``strategy`` is asked for):
 * ``"multiple_of_N"``: the same, rounded up to a multiple of N (``pad_to_multiple_of=N``, the seeds' advice:
   N = 8, 32 or 64). ``max_length`` must be a multiple of N, as transformers' tokenizers require when they
   truncate and pad to a multiple together.
-* ``"bucketing"``: group samples of similar length into buckets (upper bounds ``boundaries``, default powers of
+* ``"buckets"``: group samples of similar length into buckets (upper bounds ``boundaries``, default powers of
   two up to ``max_length``) and pad each batch to its bucket's bound, like
   ``tf.data.Dataset.bucket_by_sequence_length(..., pad_to_bucket_boundary=True)``.
 * ``"max_length"``: pad everything to ``max_length`` (``padding="max_length"``): one shape, the most padding.
@@ -49,7 +49,7 @@ __all__ = [
     "padded_batches", "evaluate_strategy", "padding_report", "plot_padding_reports",
 ]
 
-DEFAULT_STRATEGIES = ("longest", "multiple_of_8", "multiple_of_32", "multiple_of_64", "bucketing", "max_length")
+DEFAULT_STRATEGIES = ("longest", "multiple_of_8", "multiple_of_32", "multiple_of_64", "buckets", "max_length")
 _MULTIPLE_RE = re.compile(r"multiple_of_(\d+)$")
 
 
@@ -75,10 +75,10 @@ def _check_strategy(strategy: str) -> str:
     m = _MULTIPLE_RE.match(strategy)
     if m and int(m.group(1)) < 1:
         raise ValueError(f"{strategy!r}: pad to a multiple of at least 1 token (e.g. 'multiple_of_8')")
-    if strategy in ("longest", "bucketing", "max_length") or m:
+    if strategy in ("longest", "buckets", "max_length") or m:
         return strategy
     raise ValueError(f"unknown padding strategy {strategy!r}: use 'longest', 'multiple_of_N' (e.g. "
-                     f"'multiple_of_32'), 'bucketing' or 'max_length'")
+                     f"'multiple_of_32'), 'buckets' or 'max_length'")
 
 
 @dataclass(frozen=True)
@@ -104,7 +104,7 @@ class PaddedBatch:
         if m:
             return {"padding": "longest", "truncation": True, "max_length": self.max_length,
                     "pad_to_multiple_of": int(m.group(1))}
-        # bucketing and max_length: a fixed length for this batch (truncation still at the global max_length)
+        # buckets and max_length: a fixed length for this batch (truncation still at the global max_length)
         return {"padding": "max_length", "truncation": True, "max_length": self.padded_length}
 
 
@@ -138,7 +138,7 @@ def padded_batches(lengths: Sequence[int], batch_size: int, strategy: str, *, ma
     if seed is not None:
         order = np.random.default_rng(seed).permutation(len(lens))
     out: list[PaddedBatch] = []
-    if strategy == "bucketing":
+    if strategy == "buckets":
         bounds = sorted(set(int(b) for b in (boundaries or default_boundaries(max_length))))
         if bounds[-1] < max_length:
             bounds.append(max_length)
@@ -275,8 +275,8 @@ def plot_padding_reports(reports: PaddingReport | Mapping[str, PaddingReport], a
         label = f"{name} (batch {rep.batch_size}, max_length {rep.max_length})" if name else None
         pts = ax.scatter([r.compilations for r in rep], [100 * r.padded_fraction for r in rep], marker=marker,
                          s=55, label=label, zorder=3)
-        # the "pad to a length" family (longest ... max_length) as one faint line; bucketing stands alone
-        family = [r for r in rep if r.strategy != "bucketing"]
+        # the "pad to a length" family (longest ... max_length) as one faint line; buckets stand alone
+        family = [r for r in rep if r.strategy != "buckets"]
         ax.plot([r.compilations for r in family], [100 * r.padded_fraction for r in family], linestyle=":",
                 color=pts.get_facecolor()[0], alpha=0.6, zorder=2)
         for r in rep:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
-from tpu_helpers.xla_tf.xla import jit_compile_for, strategy_kind
+from tpu_helpers.xla_tf.jit_rule import jit_compile_for, strategy_kind
 
 __all__ = ["variables_outside_scope", "unsynced_variables", "CheckItem", "tpu_checklist", "format_checklist"]
 
@@ -54,7 +54,7 @@ def tpu_checklist(strategy: Any, model: Any = None, dataset: Any = None, jit_com
 
     Checks what it can: the model's (and optimizer's) variables were created under `strategy.scope()`,
     the pipeline is pure tf.data (a TPU Node can run it) and reads no local files, every shape in its
-    ``element_spec`` is static, and ``jit_compile`` is what `tpu_helpers.xla_tf.xla.jit_compile_for` says for this strategy
+    ``element_spec`` is static, and ``jit_compile`` is what `tpu_helpers.xla_tf.jit_rule.jit_compile_for` says for this strategy
     (`jit_compile` defaults to ``model.jit_compile``). `xla_trained` records whether you trained with
     ``jit_compile=True`` on CPU/GPU first (None: not checked).
     """

@@ -48,7 +48,7 @@ be lost", ``tensorflow/python/tpu/tpu_strategy_util.py``).
 
 The batch arithmetic of replicas is in `tpu_helpers.tpu_tf.batches`, the checklist in `tpu_helpers.tpu_tf.checklist`;
 what a strategy runs on (`strategy_kind`) and the ``jit_compile`` rule are notebook 01's
-(`tpu_helpers.xla_tf.xla`).
+(`tpu_helpers.xla_tf.jit_rule`).
 """
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ from typing import Any, Mapping, Sequence
 from tpu_helpers.core.profiles import PROFILES
 from tpu_helpers.core.runtime import Runtime, detect_runtime
 from tpu_helpers.core.tpu_lock import LIBTPU_LOCKFILE, held_message, libtpu_lock_holder
-from tpu_helpers.xla_tf.xla import strategy_kind
+from tpu_helpers.xla_tf.jit_rule import strategy_kind
 
 __all__ = [
     "StrategyError", "TPUNameError", "TPUNotFoundError", "TPUInUseError", "TPUConnectionError",

@@ -3,7 +3,7 @@
     detective = SlowRunDetective()
     trainer = L.Trainer(accelerator=..., devices=1, callbacks=[detective])
     trainer.fit(module, train_loader)
-    print(detective.report(skip_steps=2))  # diagnose_slow_run (tpu_helpers.xla_debug.diagnose) after a warm-up
+    print(detective.report(warmup_steps=2))  # diagnose_slow_run (tpu_helpers.xla_debug.diagnose)
     detective.epochs[1]["compilations"]    # torch_xla's counters, per epoch
 
 `HFStepDetective` does the same for the Hugging Face ``Trainer`` (a ``TrainerCallback``; it sees no batch, so it
@@ -24,7 +24,7 @@ from transformers import TrainerCallback
 from tpu_helpers.xla_debug.diagnose import SlowRunReport, StepRecorder, diagnose_slow_run, shape_signature
 from tpu_helpers.xla_torch.counters import SCALAR_READ, XlaSnapshot, fallbacks_between, snapshot
 
-__all__ = ["SlowRunDetective", "HFStepDetective", "diagnose_after"]
+__all__ = ["SlowRunDetective", "HFStepDetective"]
 
 
 def _epoch_delta(a: XlaSnapshot, b: XlaSnapshot) -> dict[str, Any]:
@@ -36,17 +36,6 @@ def _epoch_delta(a: XlaSnapshot, b: XlaSnapshot) -> dict[str, Any]:
         "fallbacks": fallbacks_between(a, b),
         "compile_seconds": (b.metric("CompileTime")[1] - a.metric("CompileTime")[1]) / 1e9,
     }
-
-
-def diagnose_after(recorder: StepRecorder, epoch_of_step: list[int], *, skip_steps: int = 0, from_epoch: int = 1,
-                   **thresholds: Any) -> SlowRunReport:
-    """`diagnose_slow_run` on the steps of epochs >= ``from_epoch``, after their first ``skip_steps`` (the warm-up:
-    compiling there is expected, and compile time there says nothing about the steady speed)."""
-    steps = [s for s, e in zip(recorder.steps, epoch_of_step) if e >= from_epoch][skip_steps:]
-    if not steps:
-        raise ValueError(f"no recorded step after skipping {skip_steps} step(s) from epoch {from_epoch} "
-                         f"({len(recorder.steps)} recorded): train longer or skip less")
-    return diagnose_slow_run(steps, warmup_steps=0, **thresholds)
 
 
 class SlowRunDetective(Callback):
@@ -89,11 +78,10 @@ class SlowRunDetective(Callback):
     def on_train_end(self, trainer, pl_module) -> None:
         self.recorder.__exit__(None, None, None)
 
-    def report(self, *, skip_steps: int = 2, from_epoch: int = 1) -> SlowRunReport:
-        """The problems that slow this run down, most costly first, each with its evidence and fix: the steps of
-        epochs >= ``from_epoch`` after their first ``skip_steps`` (`diagnose_after`)."""
-        return diagnose_after(self.recorder, self.epoch_of_step, skip_steps=skip_steps, from_epoch=from_epoch,
-                              **self.thresholds)
+    def report(self, *, warmup_steps: int = 2) -> SlowRunReport:
+        """The problems that slow this run down, most costly first, each with its evidence and fix:
+        `diagnose_slow_run` on every recorded step, the first ``warmup_steps`` of them the run's warm-up."""
+        return diagnose_slow_run(self.recorder, warmup_steps=warmup_steps, **self.thresholds)
 
 
 class HFStepDetective(TrainerCallback):
@@ -116,6 +104,6 @@ class HFStepDetective(TrainerCallback):
     def on_train_end(self, args, state, control, **kwargs):
         self.recorder.__exit__(None, None, None)
 
-    def report(self, *, skip_steps: int = 2) -> SlowRunReport:
-        return diagnose_after(self.recorder, [1] * len(self.recorder.steps), skip_steps=skip_steps,
-                              **self.thresholds)
+    def report(self, *, warmup_steps: int = 2) -> SlowRunReport:
+        """`diagnose_slow_run` on every recorded step, the first ``warmup_steps`` of them the run's warm-up."""
+        return diagnose_slow_run(self.recorder, warmup_steps=warmup_steps, **self.thresholds)

@@ -45,7 +45,7 @@ from lightning.pytorch.callbacks import Callback
 
 from tpu_helpers.banking77.replicas import ReplicaMismatchError, batch_plan, gather_plans, plan_problems
 
-__all__ = ["ReplicaShard", "SamePlanOnEveryReplica", "ReplicaLog", "interleave", "check_fork_safe"]
+__all__ = ["ReplicaShard", "shard_loader", "SamePlanOnEveryReplica", "ReplicaLog", "interleave", "check_fork_safe"]
 
 
 def _dist_rank() -> int:
@@ -200,6 +200,16 @@ class ReplicaLog(Callback):
             raise FileNotFoundError(f"{stage}: records of ranks {[r['rank'] for r in records]}, expected "
                                     f"0..{world - 1}")
         return records
+
+
+def shard_loader(loader, num_replicas: int):
+    """``loader`` (a DataLoader with a batch sampler cut for ``num_replicas``, e.g. `make_loaders`'s) with its batch
+    sampler wrapped in `ReplicaShard`: the same dataset and collate, each DDP process taking its share (with
+    ``use_distributed_sampler=False`` Lightning leaves the sharding to us)."""
+    from torch.utils.data import DataLoader
+
+    return DataLoader(loader.dataset, batch_sampler=ReplicaShard(loader.batch_sampler, num_replicas),
+                      collate_fn=loader.collate_fn)
 
 
 def interleave(gathered: torch.Tensor, rows: int) -> torch.Tensor:

@@ -200,9 +200,13 @@ def diagnose_slow_run(run: StepRecorder | Sequence[StepStats], *, warmup_steps: 
                       min_batch_per_device: int = 8) -> SlowRunReport:
     """Read a recorded run and return the problems that slow it down, most costly first, each with its fix.
 
-    * ``warmup_steps``: compilations in the first steps are expected (the first step compiles the training
-      graph; optimizers like AdamW create their state in step 1, so step 2 compiles once more). Graphs compiled
-      after them are recompilations.
+    * ``warmup_steps``: the run's **warm-up**, the course's one meaning of the word: the first recorded steps, where
+      compiling is expected (the first step compiles the training graph; optimizers like AdamW create their state
+      in step 1, so step 2 compiles once more). Graphs compiled after them are recompilations. The warm-up steps
+      stay in the report: their host syncs, fallbacks and batch sizes are judged like any step's, and their
+      compile time counts in the recorded wall time (a short recording that is mostly warm-up is the
+      ``compile_time`` problem). Steps run before the recording started (a benchmark's untimed warm-up) are not
+      in it: pass the warm-up steps that remain, often 0. Every detective in the course takes this parameter.
     * ``max_sync_step_share``: host syncs are reported when more than this share of the steps read values on
       the host (logging the loss every 10 steps is fine; every step is not).
     * ``max_compile_share``: compile time is reported when it exceeds this share of the recorded wall time.
@@ -245,7 +249,7 @@ def diagnose_slow_run(run: StepRecorder | Sequence[StepStats], *, warmup_steps: 
         if changes:
             cause = f"input shapes changed: {changes}"
             fix = ("give every batch the same shapes: pad to a fixed length (padding='max_length') or to few "
-                   "lengths (pad_to_multiple_of=64 or bucketing), and keep the batch size fixed "
+                   "lengths (pad_to_multiple_of=64 or length buckets), and keep the batch size fixed "
                    "(DataLoader(drop_last=True)).")
         else:
             cause = "input shapes did not change, so the graph itself changed between steps"

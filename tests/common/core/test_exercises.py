@@ -49,7 +49,7 @@ def test_answer_switches_to_solutions_of_its_lesson(monkeypatch, tmp_path):
     assert answer(masked_mean, lesson="some_lesson") is masked_mean  # solutions off: the learner's own
     monkeypatch.setenv(exercises.SOLUTIONS_ENV, "1")
     assert answer(masked_mean, lesson="some_lesson")(0) == "reference"
-    bound = exercises.answer_for("some_lesson")  # what each lesson's checks.py does with its __package__
+    bound = exercises.answer_for("some_lesson")  # what each lesson's exercise_checks.py does with its __package__
     assert bound({}, name="TABLE") == {"v3-8": 8}
     assert bound(masked_mean, solutions=False) is masked_mean
     with pytest.raises(TypeError, match="name="):

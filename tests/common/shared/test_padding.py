@@ -40,17 +40,17 @@ def test_longest_multiple_and_max_length_arithmetic():
         ev("multiple_of_32")
 
 
-def test_bucketing_groups_by_length_and_drops_partial_buckets():
+def test_buckets_group_by_length_and_drops_partial_buckets():
     # default bounds for max_length 16: [8, 16]. Bucket 8 fills with 3, 5, 2, 2; then 2, 2 stay pending;
     # bucket 16 holds 9 and 17 (truncated to 16): both partial, dropped with drop_remainder.
-    batches = padding.padded_batches(LENGTHS, 4, "bucketing", max_length=16)
+    batches = padding.padded_batches(LENGTHS, 4, "buckets", max_length=16)
     assert [(b.indices.tolist(), b.padded_length) for b in batches] == [([0, 1, 4, 5], 8)]
-    kept = padding.padded_batches(LENGTHS, 4, "bucketing", max_length=16, drop_remainder=False)
+    kept = padding.padded_batches(LENGTHS, 4, "buckets", max_length=16, drop_remainder=False)
     assert sorted(b.shape for b in kept) == [(2, 8), (2, 16), (4, 8)]
-    r = padding.evaluate_strategy(LENGTHS, 4, "bucketing", max_length=16, drop_remainder=False)
+    r = padding.evaluate_strategy(LENGTHS, 4, "buckets", max_length=16, drop_remainder=False)
     assert r.compilations == 3 and r.real_tokens == 3 + 5 + 9 + 16 + 8
     assert r.computed_tokens == 4 * 8 + 2 * 8 + 2 * 16
-    custom = padding.evaluate_strategy(LENGTHS, 2, "bucketing", max_length=16, boundaries=[4, 16])
+    custom = padding.evaluate_strategy(LENGTHS, 2, "buckets", max_length=16, boundaries=[4, 16])
     assert custom.shapes == ((2, 4), (2, 16))
 
 

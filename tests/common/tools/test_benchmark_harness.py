@@ -33,7 +33,7 @@ def test_json_round_trip_and_markdown():
 
 def test_time_calls_counts_repeats_and_warmup():
     calls = []
-    out = time_calls(lambda: calls.append(1), repeats=3, warmup=2)
+    out = time_calls(lambda: calls.append(1), repeats=3, warmup_steps=2)
     assert len(out) == 3 and len(calls) == 5 and all(t >= 0 for t in out)
 
 

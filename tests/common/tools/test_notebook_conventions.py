@@ -66,12 +66,12 @@ def test_package_link_catches_a_broken_package(tmp_path):
     pkg = tmp_path / "tpu_helpers" / "lesson"
     pkg.mkdir(parents=True)
     (pkg / "__init__.py").write_text('FRAMEWORK = "tf"\nNOTEBOOK = "09_other"\n')
-    (pkg / "checks.py").write_text("def check(): import torch_xla\n")  # a lazy import counts too
+    (pkg / "exercise_checks.py").write_text("def check(): import torch_xla\n")  # a lazy import counts too
     found = " | ".join(nc.package_problems("tpu_helpers.lesson", "torch", "09_lesson", "import os", root=tmp_path))
     for expected in ("FRAMEWORK is 'tf'", "NOTEBOOK is '09_other'", "no solutions.py", "import its exercise checks"):
         assert expected in found, found
     found = " | ".join(nc.package_problems("tpu_helpers.lesson", "tf", "09_other",
-                                           "from tpu_helpers.lesson import checks as c", root=tmp_path))
+                                           "from tpu_helpers.lesson import exercise_checks as c", root=tmp_path))
     assert "imports torch_xla: a tf package must not" in found, found
     assert nc.package_problems("tpu_helpers.nowhere", "tf", "x", "", root=tmp_path)[0].endswith("not a package of tpu_helpers/")
     assert "must name" in nc.package_problems(None, "tf", "x", "")[0]
@@ -81,7 +81,7 @@ def test_every_lesson_package_belongs_to_one_notebook():
     named = [nbformat.read(p, as_version=4).metadata["tpu_course"]["package"] for p in NOTEBOOKS]
     assert len(set(named)) == len(named), named
     lessons = {f"tpu_helpers.{p.name}" for p in (ROOT / "tpu_helpers").iterdir()
-               if (p / "checks.py").exists() or (p / "solutions.py").exists()}
+               if (p / "exercise_checks.py").exists() or (p / "solutions.py").exists()}
     assert lessons == set(named), lessons ^ set(named)
 
 

@@ -34,7 +34,7 @@ def test_tensorflow_and_torch_tests_never_share_a_process():
     plan = dict(run_tests.groups())
     assert [plan[name] for name in run_tests.FOLDERS.values()] == [["tests/common"], ["tests/tf"], ["tests/torch"],
                                                                    ["tests/hosted"]]
-    assert run_tests.framework_of("tests/tf/mlm/test_checks.py::test_x") == "tf"
+    assert run_tests.framework_of("tests/tf/mlm/test_exercise_checks.py::test_x") == "tf"
     assert run_tests.framework_of("tests/course_testing.py") == ""
     assert run_tests.main(["--paths", "tests/tf/tpu_tf/test_strategy.py", "tests/torch/banking77/test_buckets.py"]) == 2
     assert os.environ.get("PYTHONSAFEPATH") == "1"

@@ -30,7 +30,7 @@ from tpu_helpers.tpu_tf.strategy import (
     get_strategy,
     tpu_target,
 )
-from tpu_helpers.xla_tf.xla import jit_compile_for, strategy_kind
+from tpu_helpers.xla_tf.jit_rule import jit_compile_for, strategy_kind
 
 COLAB_VM = Runtime("colab-tpu-vm", "colab", "v5litepod-1", "v5e", 1, 1)
 KAGGLE_VM = Runtime("kaggle-tpu-vm", "kaggle", "v5litepod-8", "v5e", 8, 8)
@@ -381,7 +381,7 @@ def test_real_simulated_replicas_on_this_cpu():
         from tpu_helpers.tpu_tf import strategy as st
         from tpu_helpers.tpu_tf.batches import replica_batch_sizes
         from tpu_helpers.tpu_tf.checklist import tpu_checklist, variables_outside_scope
-        from tpu_helpers.xla_tf.xla import jit_compile_for, strategy_kind
+        from tpu_helpers.xla_tf.jit_rule import jit_compile_for, strategy_kind
         r = {}
         s = st.get_strategy(Runtime("cpu", "local"), cpu_replicas=8, env={}, quiet=True)
         r["replicas"], r["kind"] = s.num_replicas_in_sync, strategy_kind(s)
@@ -454,7 +454,7 @@ def test_real_errors_on_this_cpu():
         from tpu_helpers.tpu_tf import strategy as st
         from tpu_helpers.tpu_tf.batches import replica_batch_sizes
         from tpu_helpers.tpu_tf.checklist import tpu_checklist, variables_outside_scope
-        from tpu_helpers.xla_tf.xla import jit_compile_for, strategy_kind
+        from tpu_helpers.xla_tf.jit_rule import jit_compile_for, strategy_kind
         import tensorflow as tf
         r = {}
         tf.constant(1.0)                                          # TensorFlow has initialised its devices

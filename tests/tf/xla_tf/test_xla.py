@@ -1,4 +1,4 @@
-"""tpu_helpers.xla_tf.xla counts what XLA really compiled (TensorFlow 2.20, XLA:CPU), and its helpers hold.
+"""tpu_helpers.xla_tf (counters, compiler, losses, jit_rule) counts what XLA really compiled (TensorFlow 2.20, XLA:CPU), and its helpers hold.
 
 TensorFlow is imported in fixtures, never at module level (see tools/run_tests.py). One test checks the
 counters against ground truth: the HLO modules XLA dumps (XLA_FLAGS=--xla_dump_to) in a child process.
@@ -13,31 +13,31 @@ import numpy as np
 import pytest
 
 from tpu_helpers.core import runtime
-from tpu_helpers.xla_tf import xla
+from tpu_helpers.xla_tf import compiler, counters, jit_rule, losses
 
 
 def test_three_shapes_three_compilations_then_cache_hits(tf):
-    step = xla.jit(lambda x: tf.reduce_sum(x * 3.0))
-    with xla.CompilationCounter(step) as c:
+    step = counters.jit(lambda x: tf.reduce_sum(x * 3.0))
+    with counters.CompilationCounter(step) as c:
         for n in (13, 14, 15):
             step(tf.ones((n,)))
     assert (c.compilations, c.traces, c.calls, c.cache_hits) == (3, 3, 3, 0)
     assert step.experimental_get_tracing_count() == step.traces == 3  # Python counter == TensorFlow's
-    with xla.CompilationCounter(step) as again:
+    with counters.CompilationCounter(step) as again:
         for n in (13, 14, 15, 13):
             step(tf.ones((n,)))
     assert (again.compilations, again.traces, again.calls, again.cache_hits) == (0, 0, 4, 4)
     # dtype is part of the shape signature: a new compilation; a NumPy array of a known shape is not
-    with xla.CompilationCounter(step) as dtype:
+    with counters.CompilationCounter(step) as dtype:
         step(tf.ones((13,), tf.float64))
         step(np.ones(14, np.float32))
     assert dtype.compilations == 1 and step.experimental_get_tracing_count() == 4
 
 
 def test_update_inside_the_block_and_per_function(tf):
-    a = xla.jit(lambda x: x + 1.0)
-    b = xla.jit(lambda x: x * 2.0)
-    with xla.CompilationCounter(a, b) as c:
+    a = counters.jit(lambda x: x + 1.0)
+    b = counters.jit(lambda x: x * 2.0)
+    with counters.CompilationCounter(a, b) as c:
         a(tf.ones(2))
         assert c.update().compilations == 1
         b(tf.ones(2))
@@ -47,8 +47,8 @@ def test_update_inside_the_block_and_per_function(tf):
 
 
 def test_reduce_retracing_traces_once_but_compiles_every_shape(tf):
-    step = xla.jit(lambda x: tf.reduce_sum(x * 2.0), reduce_retracing=True)
-    with xla.CompilationCounter(step) as c:
+    step = counters.jit(lambda x: tf.reduce_sum(x * 2.0), reduce_retracing=True)
+    with counters.CompilationCounter(step) as c:
         for n in (3, 4, 5, 6):
             step(tf.ones((n,)))
     assert c.compilations == 4 and c.traces < 4
@@ -56,23 +56,23 @@ def test_reduce_retracing_traces_once_but_compiles_every_shape(tf):
 
 def test_plain_tf_functions(tf):
     plain = tf.function(lambda x: x - 1.0, jit_compile=True)
-    with xla.CompilationCounter(plain) as c:
+    with counters.CompilationCounter(plain) as c:
         for n in (2, 3, 2):
             plain(tf.ones((n,)))
     assert c.compilations == c.traces == 2 and c.calls == 0
     with pytest.raises(TypeError, match="jit_compile=True"):
-        xla.CompilationCounter(tf.function(lambda x: x))
-    with pytest.raises(TypeError, match="xla.jit"):
-        xla.CompilationCounter(tf.function(lambda x: x, jit_compile=True, reduce_retracing=True))
-    with pytest.raises(TypeError, match="xla.jit"):
-        xla.CompilationCounter(tf.function(lambda x: x, jit_compile=True,
+        counters.CompilationCounter(tf.function(lambda x: x))
+    with pytest.raises(TypeError, match="counters.jit"):
+        counters.CompilationCounter(tf.function(lambda x: x, jit_compile=True, reduce_retracing=True))
+    with pytest.raises(TypeError, match="counters.jit"):
+        counters.CompilationCounter(tf.function(lambda x: x, jit_compile=True,
                                               input_signature=[tf.TensorSpec([None], tf.float32)]))
     with pytest.raises(ValueError):
-        xla.CompilationCounter()
+        counters.CompilationCounter()
 
 
 def test_a_failed_call_is_not_a_compilation(tf):
-    step = xla.jit(lambda x: tf.numpy_function(lambda a: a, [x], tf.float32))
+    step = counters.jit(lambda x: tf.numpy_function(lambda a: a, [x], tf.float32))
     with pytest.raises(Exception):
         step(tf.ones(2))
     assert step.compilations == 0 and step.calls == 0
@@ -81,13 +81,13 @@ def test_a_failed_call_is_not_a_compilation(tf):
 _DUMP_SCRIPT = textwrap.dedent("""
     import json, os
     import tensorflow as tf
-    from tpu_helpers.xla_tf import xla
-    static = xla.jit(lambda x: tf.reduce_sum(x * 3.0))
-    relaxed = xla.jit(lambda x: tf.reduce_max(x * 5.0), reduce_retracing=True)
-    with xla.CompilationCounter(static) as a:
+    from tpu_helpers.xla_tf import compiler, counters, jit_rule, losses
+    static = counters.jit(lambda x: tf.reduce_sum(x * 3.0))
+    relaxed = counters.jit(lambda x: tf.reduce_max(x * 5.0), reduce_retracing=True)
+    with counters.CompilationCounter(static) as a:
         for n in (5, 6, 7, 5, 6):
             static(tf.ones((n,)))
-    with xla.CompilationCounter(relaxed) as b:
+    with counters.CompilationCounter(relaxed) as b:
         for n in (5, 6, 7, 8, 5):
             relaxed(tf.ones((n,)))
     print(json.dumps({"static": a.compilations, "relaxed": b.compilations, "relaxed_traces": b.traces}))
@@ -123,13 +123,13 @@ def test_check_xla_reports_what_fails_and_why(tf):
         return t
 
     x = tf.range(6, dtype=tf.float32)
-    ok = xla.check_xla(halve_if_big, x)
+    ok = compiler.check_xla(halve_if_big, x)
     assert ok and ok.error_type is None
     np.testing.assert_allclose(ok.value.numpy(), np.arange(6) / 2)
-    no_autograph = xla.check_xla(halve_if_big, x, autograph=False)
+    no_autograph = compiler.check_xla(halve_if_big, x, autograph=False)
     assert not no_autograph and no_autograph.error_type == "OperatorNotAllowedInGraphError"
     assert "Python `bool`" in no_autograph.message and len(no_autograph.message) < 200
-    callback = xla.check_xla(lambda t: tf.numpy_function(lambda a: a, [t], tf.float32), x)
+    callback = compiler.check_xla(lambda t: tf.numpy_function(lambda a: a, [t], tf.float32), x)
     assert callback.error_type == "InvalidArgumentError" and "PyFunc" in callback.message
 
     def one_branch(t):
@@ -137,7 +137,7 @@ def test_check_xla_reports_what_fails_and_why(tf):
             y = t * 2
         return y
 
-    branch = xla.check_xla(one_branch, x)
+    branch = compiler.check_xla(one_branch, x)
     assert branch.error_type == "ValueError" and branch.message.startswith("'y' must also be initialized")
 
 
@@ -155,16 +155,16 @@ def test_masked_loss_equals_the_reference_and_the_boolean_mask_loss(tf):
     labels = rng.integers(0, 11, size=(3, 7)).astype(np.int32)
     labels[rng.random((3, 7)) < 0.6] = -100
     ref = _reference_loss(labels, logits)
-    eager = float(xla.masked_sparse_categorical_crossentropy(labels, logits))
-    compiled = float(xla.jit(xla.masked_sparse_categorical_crossentropy)(tf.constant(labels),
+    eager = float(losses.masked_sparse_categorical_crossentropy(labels, logits))
+    compiled = float(counters.jit(losses.masked_sparse_categorical_crossentropy)(tf.constant(labels),
                                                                                tf.constant(logits)))
-    boolean = float(xla.boolean_mask_sparse_categorical_crossentropy(labels, logits))
+    boolean = float(losses.boolean_mask_sparse_categorical_crossentropy(labels, logits))
     assert eager == pytest.approx(ref, rel=1e-5) and compiled == pytest.approx(ref, rel=1e-5)
     assert boolean == pytest.approx(ref, rel=1e-5)
     # no labelled position: 0, not NaN; a different ignore index works too
-    assert float(xla.masked_sparse_categorical_crossentropy(np.full((2, 3), -100), logits[:2, :3])) == 0.0
+    assert float(losses.masked_sparse_categorical_crossentropy(np.full((2, 3), -100), logits[:2, :3])) == 0.0
     shifted = np.where(labels == -100, -1, labels)
-    assert float(xla.masked_sparse_categorical_crossentropy(shifted, logits, ignore_index=-1)) == \
+    assert float(losses.masked_sparse_categorical_crossentropy(shifted, logits, ignore_index=-1)) == \
         pytest.approx(ref, rel=1e-5)
 
 
@@ -183,7 +183,7 @@ def test_masked_loss_matches_transformers(tf):
         config = type("Config", (), {"tf_legacy_loss": False})()
 
     hf = float(Loss().hf_compute_loss(tf.constant(labels), tf.constant(logits))[0])
-    ours = float(xla.masked_sparse_categorical_crossentropy(labels, logits))
+    ours = float(losses.masked_sparse_categorical_crossentropy(labels, logits))
     assert ours == pytest.approx(hf, rel=1e-6)
 
 
@@ -191,8 +191,8 @@ def test_ir_stats_show_the_bounded_dynamic_shape(tf):
     rng = np.random.default_rng(2)
     logits = tf.constant(rng.normal(size=(2, 8, 5)), tf.float32)
     labels = tf.constant(np.where(rng.random((2, 8)) < 0.5, -100, rng.integers(0, 5, (2, 8))), tf.int32)
-    bm = xla.compiled_ir_stats(xla.jit(xla.boolean_mask_sparse_categorical_crossentropy), labels, logits)
-    mm = xla.compiled_ir_stats(xla.jit(xla.masked_sparse_categorical_crossentropy), labels, logits)
+    bm = compiler.compiled_ir_stats(counters.jit(losses.boolean_mask_sparse_categorical_crossentropy), labels, logits)
+    mm = compiler.compiled_ir_stats(counters.jit(losses.masked_sparse_categorical_crossentropy), labels, logits)
     assert bm.dynamic_shapes and all("<=16" in s for s in bm.dynamic_shapes)
     assert not bm.optimized_dynamic_shapes and "f32[16,5]" in bm.optimized_shapes
     assert not mm.dynamic_shapes and bm.optimized_instructions > mm.optimized_instructions
@@ -204,46 +204,46 @@ def test_jit_compile_for_runtimes():
     gpu = runtime.Runtime("gpu", "colab", gpus=1)
     tpu_vm = runtime.Runtime("kaggle-tpu-vm", "kaggle", "v5litepod-8", "v5e", 8, 8)
     node = runtime.Runtime("tpu-node", "colab", None, None, None, 8, "grpc://10.0.0.2:8470")
-    assert xla.jit_compile_for(cpu) and xla.jit_compile_for(gpu)
-    assert not xla.jit_compile_for(tpu_vm) and not xla.jit_compile_for(node)
-    assert xla.jit_compile_for(tpu_vm).enabled is False and "TPU" in xla.jit_compile_for(tpu_vm).reason
-    assert str(xla.jit_compile_for(cpu)).startswith("jit_compile=True")
-    assert bool(xla.jit_compile_for(None)) == (not runtime.detect_runtime().is_tpu)
+    assert jit_rule.jit_compile_for(cpu) and jit_rule.jit_compile_for(gpu)
+    assert not jit_rule.jit_compile_for(tpu_vm) and not jit_rule.jit_compile_for(node)
+    assert jit_rule.jit_compile_for(tpu_vm).enabled is False and "TPU" in jit_rule.jit_compile_for(tpu_vm).reason
+    assert str(jit_rule.jit_compile_for(cpu)).startswith("jit_compile=True")
+    assert bool(jit_rule.jit_compile_for(None)) == (not runtime.detect_runtime().is_tpu)
     with pytest.raises(TypeError):
-        xla.jit_compile_for("tpu")
+        jit_rule.jit_compile_for("tpu")
 
 
 def test_jit_compile_for_strategies(tf):
-    assert xla.jit_compile_for(tf.distribute.get_strategy())
-    assert xla.jit_compile_for(tf.distribute.OneDeviceStrategy("/cpu:0"))
+    assert jit_rule.jit_compile_for(tf.distribute.get_strategy())
+    assert jit_rule.jit_compile_for(tf.distribute.OneDeviceStrategy("/cpu:0"))
     # a TPUStrategy cannot be built without a TPU; the class (by name, like TPUStrategyV2) is what counts
     fake_tpu = type("TPUStrategyV2", (), {"extended": None, "scope": lambda self: None})()
-    assert not xla.jit_compile_for(fake_tpu)
+    assert not jit_rule.jit_compile_for(fake_tpu)
     on_tpu_devices = type("MirroredStrategy", (), {"scope": lambda self: None, "extended": type(
         "E", (), {"worker_devices": ("/job:worker/replica:0/task:0/device:TPU:0",)})()})()
-    assert not xla.jit_compile_for(on_tpu_devices)
+    assert not jit_rule.jit_compile_for(on_tpu_devices)
     two_cpus = type("MirroredStrategy", (), {"scope": lambda self: None, "extended": type(
         "E", (), {"worker_devices": ("/device:CPU:0", "/device:CPU:1")})()})()
-    decision = xla.jit_compile_for(two_cpus)
+    decision = jit_rule.jit_compile_for(two_cpus)
     assert not decision and "2 CPU devices" in decision.reason
 
 
 def test_seconds_per_call(tf):
-    step = xla.jit(lambda x: tf.reduce_sum(x))
-    t = xla.seconds_per_call(step, tf.ones(4), repeat=3, warmup=1)
+    step = counters.jit(lambda x: tf.reduce_sum(x))
+    t = counters.seconds_per_call(step, tf.ones(4), repeat=3, warmup_steps=1)
     assert 0 < t < 5 and step.calls == 4 and step.compilations == 1
 
 
 def test_compilations_come_from_xlas_records_not_from_python(tf):
     """The count is what XLA wrote (one record per program it compiled to run the function), beside Python's
     expectation; asking for the optimized IR compiles too, under another name, and does not count."""
-    f = xla.jit(lambda x: tf.reduce_sum(x * 7.0))
+    f = counters.jit(lambda x: tf.reduce_sum(x * 7.0))
     for n in (3, 4, 3, 5):
         f(tf.ones((n,)))
     assert f.expected_compilations == 3 and f.compilations == 3 and f.cache_hits == 1
     f.experimental_get_compiler_ir(tf.ones((9,)))(stage="optimized_hlo")
-    assert f.compilations == 3 and xla.xla_compiled_modules(f.tag) == 3
-    relaxed = xla.jit(lambda x: tf.reduce_max(x * 7.0), reduce_retracing=True)
+    assert f.compilations == 3 and counters.xla_compiled_modules(f.tag) == 3
+    relaxed = counters.jit(lambda x: tf.reduce_max(x * 7.0), reduce_retracing=True)
     for n in (3, 4, 5, 6):
         relaxed(tf.ones((n,)))
     assert relaxed.traces < 4 and relaxed.compilations == relaxed.expected_compilations == 4
@@ -253,12 +253,12 @@ _NO_RECORDS = textwrap.dedent("""
     import os
     os.environ.pop("XLA_FLAGS", None)
     import tensorflow as tf
-    from tpu_helpers.xla_tf import xla
-    f = xla.jit(lambda x: x + 1.0)
+    from tpu_helpers.xla_tf import compiler, counters, jit_rule, losses
+    f = counters.jit(lambda x: x + 1.0)
     f(tf.ones(2))
     try:
         f.compilations
-    except xla.XlaRecordsOffError as e:
+    except counters.XlaRecordsOffError as e:
         print("CLEAR:", e)
 """)
 
@@ -272,26 +272,26 @@ def test_without_xlas_records_the_count_is_refused_not_guessed():
 
 def test_first_xla_check_traces_once_and_returns_hlo(tf):
     """What notebook 00 shows (moved here from its asserts): one input shape, one trace, an HLO module."""
-    from tpu_helpers.ready import readiness
+    from tpu_helpers.ready import first_xla
 
-    check = readiness.tf_first_xla()
+    check = first_xla.tf_first_xla()
     assert check["traces"] == 1 and check["value"] == check["expected"] and check["hlo"].startswith("HloModule")
 
 
 def test_the_cpu_build_compiles_for_the_host_and_says_where(tf):
     """TensorFlow's CPU build has XLA:CPU (the TPU build has none: tests/hosted rehearses that on Colab's image)."""
     from tpu_helpers.core.runtime import Runtime
-    from tpu_helpers.ready import readiness
+    from tpu_helpers.ready import first_xla
 
-    assert readiness.tf_host_xla_missing() is None
-    check = readiness.tf_first_xla(Runtime("cpu", "local"))
+    assert first_xla.tf_host_xla_missing() is None
+    check = first_xla.tf_first_xla(Runtime("cpu", "local"))
     assert check["xla"] and check["device"] == "/CPU:0" and not any(":TPU:" in d for d in check["devices"])
-    readiness.require_host_xla("this test")  # the CPU build: nothing to stop
+    first_xla.require_host_xla("this test")  # the CPU build: nothing to stop
 
 
 def test_the_tpu_build_stops_a_host_xla_notebook_with_what_to_do(monkeypatch):
-    from tpu_helpers.ready import readiness
+    from tpu_helpers.ready import first_xla
 
-    monkeypatch.setattr(readiness, "tf_host_xla_missing", lambda: readiness.HOST_XLA_MISSING + " -- check target linkage")
+    monkeypatch.setattr(first_xla, "tf_host_xla_missing", lambda: first_xla.HOST_XLA_MISSING + " -- check target linkage")
     with pytest.raises(RuntimeError, match=r"Notebook 01 measures.*TPU build has no XLA backend.*CPU runtime"):
-        readiness.require_host_xla("Notebook 01 measures XLA on this machine's CPU")
+        first_xla.require_host_xla("Notebook 01 measures XLA on this machine's CPU")

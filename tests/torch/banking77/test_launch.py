@@ -2,7 +2,7 @@
 
 Framework-free: no torch, torch_xla or accelerate is imported here (this module shares a pytest process with
 the notebooks and the TensorFlow-free unit tests). The in-process launch itself is tested on XLA:CPU in
-tests/torch/banking77/test_train.py. The last tests read accelerate's installed launchers.py as text to check
+tests/torch/banking77/test_run_log.py. The last tests read accelerate's installed launchers.py as text to check
 that the conditions the helper mirrors are still the ones accelerate uses.
 """
 import importlib.util

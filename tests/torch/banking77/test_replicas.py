@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tpu_helpers.banking77.train import TrainReport
+from tpu_helpers.banking77.run_log import TrainReport
 
 SCRIPT = Path(__file__).with_name("replicas_run.py")
 

@@ -290,3 +290,26 @@ def scenario_results(tmp_path_factory):
 @pytest.mark.parametrize("scenario", SCENARIOS)
 def test_forked_replicas(scenario, scenario_results):
     assert scenario_results[scenario] == "ok", f"{scenario} failed in the fresh process:\n{scenario_results[scenario]}"
+
+
+def test_shard_loader_keeps_dataset_and_collate_and_gives_each_rank_its_batches():
+    from torch.utils.data import DataLoader
+
+    from tpu_helpers.trainers.replicas import shard_loader
+
+    sampler = BucketBatchSampler(LENGTHS, 4, (8, 16), num_replicas=2, seed=1)
+    class Rows:  # what BucketedDataset does: the sampler yields (index, padded length)
+        def __len__(self):
+            return len(LENGTHS)
+
+        def __getitem__(self, item):
+            return item[0]
+
+    loader = DataLoader(Rows(), batch_sampler=sampler, collate_fn=lambda rows: rows)
+    sharded = shard_loader(loader, 2)
+    assert sharded.dataset is loader.dataset and sharded.collate_fn is loader.collate_fn
+    assert isinstance(sharded.batch_sampler, ReplicaShard) and sharded.batch_sampler.batch_sampler is sampler
+    assert sharded.batch_sampler.rank == 0  # no process group: rank 0
+    assert [len(b) for b in sharded] == [4] * len(sampler.plan(0))
+    with pytest.raises(ValueError, match="num_replicas=4"):
+        shard_loader(loader, 4)

@@ -7,7 +7,7 @@ import pytest
 
 # ------------------------------------------------------------------------------------ notebook 02, rule 1
 def test_clip_by_norm_passes_on_the_solution(xla):
-    from tpu_helpers.xla_torch import checks as nb02
+    from tpu_helpers.xla_torch import exercise_checks as nb02
     from tpu_helpers.xla_torch import solutions as solution
 
     result = nb02.check_clip_by_norm(solution.clip_by_norm)
@@ -16,7 +16,7 @@ def test_clip_by_norm_passes_on_the_solution(xla):
 
 
 def test_clip_by_norm_with_a_python_if_is_a_host_sync(xla):
-    from tpu_helpers.xla_torch import checks as nb02
+    from tpu_helpers.xla_torch import exercise_checks as nb02
 
     result = nb02.check_clip_by_norm(nb02.clip_by_norm_with_if)
     assert not result.passed and result.attempted
@@ -25,7 +25,7 @@ def test_clip_by_norm_with_a_python_if_is_a_host_sync(xla):
 
 
 def test_clip_by_norm_blending_with_an_indicator_gives_nan_on_a_zero_update(xla):
-    from tpu_helpers.xla_torch import checks as nb02
+    from tpu_helpers.xla_torch import exercise_checks as nb02
 
     def blended(update, max_norm=1.0):
         norm = update.norm()
@@ -38,7 +38,7 @@ def test_clip_by_norm_blending_with_an_indicator_gives_nan_on_a_zero_update(xla)
 
 
 def test_a_skeleton_is_not_attempted(xla):
-    from tpu_helpers.xla_torch import checks as nb02
+    from tpu_helpers.xla_torch import exercise_checks as nb02
 
     def skeleton(update, max_norm=1.0):
         raise NotImplementedError  # YOUR ANSWER
@@ -49,7 +49,7 @@ def test_a_skeleton_is_not_attempted(xla):
 
 # ------------------------------------------------------------------------------------ notebook 02, rule 2
 def test_token_accuracy_passes_on_the_solution(xla):
-    from tpu_helpers.xla_torch import checks as nb02
+    from tpu_helpers.xla_torch import exercise_checks as nb02
     from tpu_helpers.xla_torch import solutions as solution
 
     result = nb02.check_token_accuracy(solution.token_accuracy)
@@ -58,7 +58,7 @@ def test_token_accuracy_passes_on_the_solution(xla):
 
 
 def test_token_accuracy_with_boolean_indexing_falls_back_and_recompiles(xla):
-    from tpu_helpers.xla_torch import checks as nb02
+    from tpu_helpers.xla_torch import exercise_checks as nb02
 
     def boolean_indexing(logits, labels):
         keep = labels != -100
@@ -71,7 +71,7 @@ def test_token_accuracy_with_boolean_indexing_falls_back_and_recompiles(xla):
 
 
 def test_token_accuracy_over_all_positions_counts_the_padding(xla):
-    from tpu_helpers.xla_torch import checks as nb02
+    from tpu_helpers.xla_torch import exercise_checks as nb02
 
     def everywhere(logits, labels):
         return (logits.argmax(-1) == labels).float().mean()
@@ -103,7 +103,7 @@ def forward(xla):
 
 
 def test_pad_multiple_passes_on_the_solution(forward):
-    from tpu_helpers.xla_torch import checks as nb02
+    from tpu_helpers.xla_torch import exercise_checks as nb02
     from tpu_helpers.xla_torch import solutions as solution
 
     assert solution.pick_pad_multiple(LENGTHS, 4, 2) == 24  # 16 fits 2 graphs too, but pads more
@@ -113,7 +113,7 @@ def test_pad_multiple_passes_on_the_solution(forward):
 
 
 def test_pad_multiple_too_small_is_over_the_graph_budget(forward):
-    from tpu_helpers.xla_torch import checks as nb02
+    from tpu_helpers.xla_torch import exercise_checks as nb02
 
     result = nb02.check_pad_multiple(lambda lengths, batch_size, max_graphs: 8, LENGTHS, 4, 2, forward)
     assert not result.passed
@@ -121,7 +121,7 @@ def test_pad_multiple_too_small_is_over_the_graph_budget(forward):
 
 
 def test_pad_multiple_that_fits_but_pads_more_names_the_better_one(forward):
-    from tpu_helpers.xla_torch import checks as nb02
+    from tpu_helpers.xla_torch import exercise_checks as nb02
 
     for wrong in (16, 32, 48, 64):
         result = nb02.check_pad_multiple(lambda lengths, batch_size, max_graphs: wrong, LENGTHS, 4, 2, forward)
@@ -130,14 +130,14 @@ def test_pad_multiple_that_fits_but_pads_more_names_the_better_one(forward):
 
 
 def test_pad_multiple_must_be_a_multiple_of_8(forward):
-    from tpu_helpers.xla_torch import checks as nb02
+    from tpu_helpers.xla_torch import exercise_checks as nb02
 
     result = nb02.check_pad_multiple(lambda lengths, batch_size, max_graphs: 20, LENGTHS, 4, 2, forward)
     assert not result.passed and "not a positive multiple of 8" in result.message
 
 
 def test_an_answer_that_raises_is_reported_in_one_line(xla):
-    from tpu_helpers.xla_torch import checks as nb02
+    from tpu_helpers.xla_torch import exercise_checks as nb02
 
     result = nb02.check_token_accuracy(lambda logits, labels: logits.argmax(-1) == labels.float().mean(dim=5))
     assert not result.passed and result.attempted

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from course_testing import failed, skeleton  # noqa: F401
 
-from tpu_helpers.mlm import checks as nb04
+from tpu_helpers.mlm import exercise_checks as nb04
 from tpu_helpers.mlm.pipeline import mask_tokens
 from tpu_helpers.mlm.training import masked_accuracy
 

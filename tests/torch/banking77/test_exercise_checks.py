@@ -25,7 +25,7 @@ def data():
 
 # ----------------------------------------------------------------------------------- exercise 1: collate
 def test_collate_passes_on_the_solution(data):
-    from tpu_helpers.banking77 import checks as nb05
+    from tpu_helpers.banking77 import exercise_checks as nb05
     from tpu_helpers.banking77 import solutions as solution
 
     _, tok, enc, bounds = data
@@ -35,7 +35,7 @@ def test_collate_passes_on_the_solution(data):
 
 
 def test_collate_padding_each_batch_to_its_longest_query_is_named(data):
-    from tpu_helpers.banking77 import checks as nb05
+    from tpu_helpers.banking77 import exercise_checks as nb05
 
     _, tok, enc, bounds = data
 
@@ -49,7 +49,7 @@ def test_collate_padding_each_batch_to_its_longest_query_is_named(data):
 
 
 def test_collate_that_drops_the_labels_is_named(data):
-    from tpu_helpers.banking77 import checks as nb05
+    from tpu_helpers.banking77 import exercise_checks as nb05
 
     _, tok, enc, bounds = data
 
@@ -65,7 +65,7 @@ def test_collate_that_drops_the_labels_is_named(data):
 
 # ----------------------------------------------------------------------------------- exercise 2: gather step
 def test_gather_step_passes_on_the_solution(data):
-    from tpu_helpers.banking77 import checks as nb05
+    from tpu_helpers.banking77 import exercise_checks as nb05
     from tpu_helpers.banking77 import solutions as solution
 
     _, tok, enc, bounds = data
@@ -75,7 +75,7 @@ def test_gather_step_passes_on_the_solution(data):
 
 
 def test_gather_check_runs_on_the_first_rows_of_a_large_set_with_a_topped_up_last_batch(data):
-    from tpu_helpers.banking77 import checks as nb05
+    from tpu_helpers.banking77 import exercise_checks as nb05
     from tpu_helpers.banking77 import solutions as solution
 
     _, tok, enc, bounds = data
@@ -86,7 +86,7 @@ def test_gather_check_runs_on_the_first_rows_of_a_large_set_with_a_topped_up_las
 
 
 def test_gather_for_metrics_alone_keeps_the_repeats_on_xla(data):
-    from tpu_helpers.banking77 import checks as nb05
+    from tpu_helpers.banking77 import exercise_checks as nb05
 
     _, tok, enc, bounds = data
 
@@ -100,7 +100,7 @@ def test_gather_for_metrics_alone_keeps_the_repeats_on_xla(data):
 
 
 def test_gather_step_that_cuts_on_the_device_compiles_a_new_graph(data):
-    from tpu_helpers.banking77 import checks as nb05
+    from tpu_helpers.banking77 import exercise_checks as nb05
 
     _, tok, enc, bounds = data
 
@@ -114,7 +114,7 @@ def test_gather_step_that_cuts_on_the_device_compiles_a_new_graph(data):
 
 
 def test_gather_check_leaves_no_accelerator_behind(data):
-    from tpu_helpers.banking77 import checks as nb05
+    from tpu_helpers.banking77 import exercise_checks as nb05
     from tpu_helpers.banking77 import launch
     from tpu_helpers.core.runtime import Runtime
 
@@ -129,7 +129,7 @@ def test_gather_check_leaves_no_accelerator_behind(data):
 
 
 def test_collate_check_can_leave_the_xla_device_alone(data):
-    from tpu_helpers.banking77 import checks as nb05
+    from tpu_helpers.banking77 import exercise_checks as nb05
     from tpu_helpers.banking77 import solutions as solution
 
     _, tok, enc, bounds = data

@@ -58,7 +58,7 @@ def check_training_step(training_step: Callable, module_class: type, dataset: An
             call_answer(trainer.fit, module, loader, what="trainer.fit(...) with your training_step")
         assert len(losses.losses) == steps, (
             f"{len(losses.losses)} of {steps} steps returned a loss: return the loss tensor from training_step")
-        report = detective.report(skip_steps=2)
+        report = detective.report(warmup_steps=2)
         reads = sum(s.scalar_reads for s in detective.steps)  # every step, the warm-up too: not one read allowed
         if reads:
             raise AssertionError(

@@ -16,14 +16,11 @@ pytest.importorskip("torch_xla")
 pytest.importorskip("accelerate")
 
 from tpu_helpers.banking77 import dataset, launch  # noqa: E402
+from tpu_helpers.banking77.config import TrainConfig, scaled_learning_rate  # noqa: E402
+from tpu_helpers.banking77.errors import TrainingError  # noqa: E402
 from tpu_helpers.banking77.evaluation import weighted_f1  # noqa: E402
-from tpu_helpers.banking77.train import (  # noqa: E402
-    TrainConfig,
-    TrainingError,
-    TrainReport,
-    make_loaders,
-    scaled_learning_rate,
-)
+from tpu_helpers.banking77.loaders import make_loaders  # noqa: E402
+from tpu_helpers.banking77.run_log import TrainReport  # noqa: E402
 from tpu_helpers.core.runtime import Runtime  # noqa: E402
 from tpu_helpers.shared.boundaries import choose_boundaries  # noqa: E402
 
@@ -213,7 +210,7 @@ def test_the_estimate_after_epoch_one_uses_its_steady_second_half():
 
     from accelerate.utils import DistributedType
 
-    from tpu_helpers.banking77.train import RunLog
+    from tpu_helpers.banking77.run_log import RunLog
 
     acc = SimpleNamespace(num_processes=1, is_main_process=True, distributed_type=DistributedType.NO)
     log = RunLog(acc, TrainConfig(epochs=3), loaders=None, steps_per_epoch=10)

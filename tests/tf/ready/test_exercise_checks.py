@@ -4,7 +4,7 @@ and its HLO."""
 import pytest
 from course_testing import ROOT, failed, skeleton
 
-from tpu_helpers.ready import checks as nb00
+from tpu_helpers.ready import exercise_checks as nb00
 from tpu_helpers.ready import solutions as solution
 
 
@@ -61,7 +61,7 @@ def test_check_modules_and_the_nb00_solutions_do_not_import_a_framework():
     import subprocess
     import sys
 
-    code = ("import sys; import tpu_helpers.ready.checks, tpu_helpers.xla_tf.checks, tpu_helpers.ready.solutions; "
+    code = ("import sys; import tpu_helpers.ready.exercise_checks, tpu_helpers.xla_tf.exercise_checks, tpu_helpers.ready.solutions; "
             "loaded = [m for m in ('tensorflow', 'torch') if m in sys.modules]; assert not loaded, loaded")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
@@ -81,9 +81,9 @@ def test_nb00_first_xla_function_passes_on_reference(solution0):
 
 
 def test_nb00_counting_jit_wrapper_is_accepted(tf, solution0):
-    from tpu_helpers.xla_tf import xla
+    from tpu_helpers.xla_tf import counters
 
-    result = nb00.check_first_xla_function(xla.jit(lambda x: tf.reduce_sum(tf.square(x))), solution0.hlo_of)
+    result = nb00.check_first_xla_function(counters.jit(lambda x: tf.reduce_sum(tf.square(x))), solution0.hlo_of)
     assert result.passed, result.message
 
 

@@ -1,23 +1,18 @@
-"""The plumbing of notebook 05's training function: its loaders, its bookkeeping and its report.
+"""The bookkeeping of notebook 05's training function: `RunLog` and the `TrainReport` it writes.
 
 The training function itself (``Accelerator`` inside, ``prepare``, the loop, the gathered evaluation) is written in
-the notebook, in the cell tagged ``training-function``, where the learner reads and changes it; it uses:
+the notebook, in the cell tagged ``training-function`` (generated into `tpu_helpers.banking77.lesson_cells`), where
+the learner reads and changes it; it uses:
 
     loaders = make_loaders(train_ds, eval_ds, config, tokenizer, num_replicas=accelerator.num_processes)
     log = RunLog(accelerator, config, loaders, steps_per_epoch=len(train_dl))
     log.start_epoch(epoch); log.step(); log.end_training(loss_sum); log.end_epoch(gathered); log.report()
 
-* `make_loaders`: static shapes. With ``padding="buckets"`` (notebook 05's default) the batches come from
-  `tpu_helpers.banking77.buckets.BucketBatchSampler` (similar lengths padded to one of a few fixed lengths, the same
-  on every replica at every step, new batches every epoch); with ``"max_length"`` (the seed's way) every query is
-  padded to one length and the training loader drops its last incomplete batch. Before any training time is spent
-  it replays the evaluation plan on the host (`tpu_helpers.banking77.evaluation.check_evaluation_plan`).
-* `RunLog`: per epoch the mean loss (one host read of the loss summed on the device, all-reduced only with
-  several replicas), F1 on exactly one prediction per test row (the gathered batches cut on the host, then put
-  back in the test set's order), samples/s, the tokens computed and real, the batch shapes and the XLA counters
-  (`tpu_helpers.xla_torch.counters.XlaCounters`); a tqdm bar on the main process; after epoch 1 an estimate of the
-  time left; at the end a `TrainReport` (also written to ``config.report_path``: a forked replica cannot return it).
-* `scaled_learning_rate`: the linear scaling rule, for a global batch other than the one a learning rate was tuned at.
+`RunLog`: per epoch the mean loss (one host read of the loss summed on the device, all-reduced only with several
+replicas), F1 on exactly one prediction per test row (the gathered batches cut on the host, then put back in the test
+set's order), samples/s, the tokens computed and real, the batch shapes and the XLA counters
+(`tpu_helpers.xla_torch.counters.XlaCounters`); a tqdm bar on the main process; after epoch 1 an estimate of the time
+left; at the end a `TrainReport` (also written to ``config.report_path``: a forked replica cannot return it).
 """
 from __future__ import annotations
 
@@ -26,51 +21,13 @@ import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
-from tpu_helpers.banking77.errors import TrainingError
+from tpu_helpers.banking77.config import TrainConfig
+from tpu_helpers.banking77.loaders import Loaders
 from tpu_helpers.core.tables import format_table
 
-__all__ = ["TrainConfig", "EpochStats", "TrainReport", "TrainingError", "Loaders", "make_loaders", "RunLog",
-           "scaled_learning_rate", "PADDINGS"]
-
-PADDINGS = ("buckets", "max_length")
-
-
-@dataclass
-class TrainConfig:
-    epochs: int = 3
-    batch_size: int = 32  # per replica (the global batch is batch_size x replicas)
-    eval_batch_size: int = 64  # per replica
-    learning_rate: float = 3e-4
-    weight_decay: float = 0.01
-    warmup_ratio: float = 0.1  # share of all optimizer steps spent warming up linearly from 0
-    mixed_precision: str = "no"  # "bf16" on TPU: autocast in the training function; "fp16" on GPU: Accelerator(...)
-    seed: int = 42
-    progress: bool = True  # tqdm bars (main process only)
-    report_path: str | None = None  # where the main process also writes the report (multi-process launches)
-    padding: str = "max_length"  # "max_length": one fixed length; "buckets": length buckets (needs a tokenizer)
-    boundaries: tuple[int, ...] | None = None  # bucket lengths for padding="buckets"; the largest = max_length
-    max_length: int | None = None  # the fixed length when padding="max_length" pads per batch (a tokenizer given)
-    replica_timeout_s: float = 300.0  # several CPU processes (gloo): how long a replica waits for the others
-
-    def __post_init__(self):
-        if self.epochs < 1:
-            raise TrainingError(f"epochs={self.epochs}: train at least 1 epoch")
-        if self.padding not in PADDINGS:
-            raise TrainingError(f"padding={self.padding!r}: choose one of {', '.join(PADDINGS)}")
-        if self.batch_size < 1 or self.eval_batch_size < 1:
-            raise TrainingError("batch_size and eval_batch_size must be at least 1")
-
-
-def scaled_learning_rate(base_lr: float, base_global_batch: int, global_batch: int) -> float:
-    """The linear scaling rule (Goyal et al. 2017, "Accurate, Large Minibatch SGD", arXiv:1706.02677): a learning
-    rate tuned at ``base_global_batch`` samples per step, for ``global_batch`` samples per step, is
-    ``base_lr * global_batch / base_global_batch``. The seed's 3e-4 at 256 becomes 3.75e-5 at 32 (a v5e-1)."""
-    if base_lr <= 0 or base_global_batch < 1 or global_batch < 1:
-        raise TrainingError(f"cannot scale lr={base_lr} from a global batch of {base_global_batch} to {global_batch}: "
-                            "the learning rate must be positive and both batches at least 1")
-    return base_lr * global_batch / base_global_batch
+__all__ = ["EpochStats", "TrainReport", "RunLog"]
 
 
 @dataclass
@@ -169,119 +126,6 @@ class TrainReport:
                 "syncs": tx.get("syncs", "-"), "fallbacks": tx.get("fallbacks", {}) or "{}"})
         return format_table(rows)
 
-
-# --------------------------------------------------------------------------------------------- data loaders
-
-class _CountingCollate:
-    """torch's default collate for rows that are already padded, counting real and computed tokens on the host."""
-
-    def __init__(self):
-        self.reset()
-
-    def reset(self) -> None:
-        self.real_tokens = 0
-        self.computed_tokens = 0
-        self.shapes: dict[tuple[int, int], int] = {}
-        self.sequence: list[tuple[int, int]] = []  # (rows, length) of each batch since reset(), in order
-
-    def stats(self) -> dict[str, Any]:
-        return {"real_tokens": self.real_tokens, "computed_tokens": self.computed_tokens,
-                "shapes": {f"{r}x{L}": n for (r, L), n in sorted(self.shapes.items())}}
-
-    def __call__(self, rows):
-        from torch.utils.data import default_collate
-
-        batch = default_collate(rows)
-        rows_n, length = batch["input_ids"].shape
-        self.real_tokens += int(batch["attention_mask"].sum()) if "attention_mask" in batch else rows_n * length
-        self.computed_tokens += rows_n * length
-        self.shapes[(rows_n, length)] = self.shapes.get((rows_n, length), 0) + 1
-        self.sequence.append((rows_n, length))
-        return batch
-
-
-class Loaders(NamedTuple):
-    """What `make_loaders` returns (it unpacks as a 5-tuple too)."""
-    train: Any  # DataLoader, before accelerator.prepare
-    eval: Any
-    train_collate: Any  # counts the tokens and batch shapes of each split, on the host
-    eval_collate: Any
-    eval_order: list[int] | None  # the dataset index of each gathered prediction (None: the dataset's order)
-
-    @property
-    def eval_rows(self) -> int:
-        """The number of test rows: exactly one prediction each."""
-        return len(self.eval.dataset)
-
-
-def make_loaders(train_dataset, eval_dataset, config: TrainConfig, tokenizer=None, num_replicas: int = 1) -> Loaders:
-    """The training and evaluation DataLoaders for ``config.padding`` (before ``accelerator.prepare``), with the
-    evaluation plan already checked on the host (every test row exactly once, `check_evaluation_plan`).
-
-    * ``"buckets"``: unpadded datasets (`tpu_helpers.banking77.dataset.tokenize(..., padding="none")`) and a tokenizer;
-      `tpu_helpers.banking77.buckets.BucketBatchSampler` makes global batches of similar lengths padded to
-      ``config.boundaries``, split across ``num_replicas`` (same shape on every replica at every step). Evaluation
-      may also pad to ``config.max_length``, for a test query longer than every training query.
-    * ``"max_length"`` with a tokenizer: unpadded datasets, shuffled batches padded to ``config.max_length``.
-    * ``"max_length"`` without a tokenizer: datasets already padded to one length (torch format).
-    """
-    from torch.utils.data import DataLoader
-
-    from tpu_helpers.banking77.buckets import BucketBatchSampler, BucketCollator, BucketedDataset
-    from tpu_helpers.shared.boundaries import validate_boundaries
-
-    if config.padding not in PADDINGS:
-        raise TrainingError(f"padding={config.padding!r}: choose one of {', '.join(PADDINGS)}")
-    if config.padding == "buckets":
-        if tokenizer is None or not config.boundaries:
-            raise TrainingError("padding='buckets' needs the tokenizer (it pads each batch) and config.boundaries "
-                                "(e.g. tpu_helpers.shared.boundaries.choose_boundaries(lengths, max_length))")
-        bounds = validate_boundaries(config.boundaries, config.max_length)
-        # a test query longer than every training query (rare) still fits: evaluation may also pad to max_length
-        eval_bounds = tuple(sorted(set(bounds) | ({config.max_length} if config.max_length else set())))
-        g = config.batch_size * num_replicas
-        if len(train_dataset) < g:
-            raise TrainingError(f"the training set ({len(train_dataset)} rows) is smaller than one global batch "
-                                f"({g}); lower BATCH_SIZE or use more data.")
-        train_lengths = [len(x) for x in train_dataset["input_ids"]]
-        eval_lengths = [len(x) for x in eval_dataset["input_ids"]]
-        train_sampler = BucketBatchSampler(train_lengths, config.batch_size, bounds, num_replicas=num_replicas,
-                                           shuffle=True, seed=config.seed)
-        eval_sampler = BucketBatchSampler(eval_lengths, config.eval_batch_size, eval_bounds, num_replicas=num_replicas,
-                                          shuffle=False)
-        train_collate, eval_collate = BucketCollator(tokenizer), BucketCollator(tokenizer)
-        train_dl = DataLoader(BucketedDataset(train_dataset), batch_sampler=train_sampler, collate_fn=train_collate)
-        eval_dl = DataLoader(BucketedDataset(eval_dataset), batch_sampler=eval_sampler, collate_fn=eval_collate)
-        order = [int(i) for b in eval_sampler.plan(0) for i in b.indices[:b.real_rows]]
-        return _checked(Loaders(train_dl, eval_dl, train_collate, eval_collate, order), num_replicas)
-    if len(train_dataset) < config.batch_size:
-        raise TrainingError(f"the training set ({len(train_dataset)} rows) is smaller than one batch "
-                            f"({config.batch_size}); with drop_last=True there would be no step. Lower BATCH_SIZE "
-                            "or use more data.")
-    if tokenizer is not None:
-        if not config.max_length:
-            raise TrainingError("padding='max_length' with a tokenizer needs config.max_length")
-        train_collate = BucketCollator(tokenizer, fixed_length=config.max_length)
-        eval_collate = BucketCollator(tokenizer, fixed_length=config.max_length)
-    else:
-        train_collate, eval_collate = _CountingCollate(), _CountingCollate()
-    train_dl = DataLoader(train_dataset, batch_size=config.batch_size, shuffle=True, drop_last=True,
-                          collate_fn=train_collate)
-    eval_dl = DataLoader(eval_dataset, batch_size=config.eval_batch_size, shuffle=False, drop_last=False,
-                         collate_fn=eval_collate)
-    return _checked(Loaders(train_dl, eval_dl, train_collate, eval_collate, None), num_replicas)
-
-
-def _checked(loaders: Loaders, num_replicas: int) -> Loaders:
-    from tpu_helpers.banking77.evaluation import check_evaluation_plan
-
-    check_evaluation_plan(loaders.eval, loaders.eval_rows, num_replicas, loaders.eval_order)
-    return loaders
-
-
-
-
-# --------------------------------------------------------------------------------------------- the bookkeeping
 
 class RunLog:
     """The training function's bookkeeping, kept out of the loop: counters, timers, the bar, F1 and the report.

@@ -54,7 +54,7 @@ def slow_train_step(model, optimizer, batch):  # the notebook's skeleton: reads 
 
 
 def test_fast_loop_passes_on_the_solution(make_model):
-    from tpu_helpers.xla_debug import checks as nb06
+    from tpu_helpers.xla_debug import exercise_checks as nb06
     from tpu_helpers.xla_debug import solutions as solution
 
     result = nb06.check_fast_loop(solution.collate, solution.train_step, *trainable(make_model), max_length=16,
@@ -64,7 +64,7 @@ def test_fast_loop_passes_on_the_solution(make_model):
 
 
 def test_fast_loop_names_the_loss_read_every_step(make_model):
-    from tpu_helpers.xla_debug import checks as nb06
+    from tpu_helpers.xla_debug import exercise_checks as nb06
     from tpu_helpers.xla_debug import solutions as solution
 
     result = nb06.check_fast_loop(solution.collate, slow_train_step, *trainable(make_model), max_length=16,
@@ -75,7 +75,7 @@ def test_fast_loop_names_the_loss_read_every_step(make_model):
 
 
 def test_fast_loop_names_the_changing_shapes(make_model):
-    from tpu_helpers.xla_debug import checks as nb06
+    from tpu_helpers.xla_debug import exercise_checks as nb06
     from tpu_helpers.xla_debug import solutions as solution
 
     result = nb06.check_fast_loop(slow_collate, solution.train_step, *trainable(make_model), max_length=16,
@@ -86,7 +86,7 @@ def test_fast_loop_names_the_changing_shapes(make_model):
 
 
 def test_fast_loop_collate_that_truncates_loses_tokens(make_model):
-    from tpu_helpers.xla_debug import checks as nb06
+    from tpu_helpers.xla_debug import exercise_checks as nb06
 
     def truncating(seqs, labels, max_length):
         return slow_collate([s[:8] for s in seqs], labels, max_length)
@@ -96,7 +96,7 @@ def test_fast_loop_collate_that_truncates_loses_tokens(make_model):
 
 
 def test_resume_passes_on_the_solution(make_model):
-    from tpu_helpers.xla_debug import checks as nb06
+    from tpu_helpers.xla_debug import exercise_checks as nb06
     from tpu_helpers.xla_debug import solutions as solution
 
     result = nb06.check_resume(solution.save_checkpoint, solution.load_checkpoint, make_model, seq_len=16, **SIZES06)
@@ -108,7 +108,7 @@ def test_resume_without_the_optimizer_state_diverges(make_model):
     import torch
     import torch_xla.core.xla_model as xm
 
-    from tpu_helpers.xla_debug import checks as nb06
+    from tpu_helpers.xla_debug import exercise_checks as nb06
 
     def save_model_only(path, model, optimizer, step):
         xm.save({"model": model.state_dict(), "step": step}, path)
@@ -126,7 +126,7 @@ def test_resume_without_the_optimizer_state_diverges(make_model):
 def test_resume_with_torch_save_of_xla_tensors_needs_torch_xla_to_load(make_model):
     import torch
 
-    from tpu_helpers.xla_debug import checks as nb06
+    from tpu_helpers.xla_debug import exercise_checks as nb06
     from tpu_helpers.xla_debug import solutions as solution
 
     def torch_save(path, model, optimizer, step):
@@ -140,7 +140,7 @@ def test_resume_with_torch_save_of_xla_tensors_needs_torch_xla_to_load(make_mode
 def test_fast_loop_without_a_sync_never_runs_the_step(make_model):
     import torch.nn.functional as F
 
-    from tpu_helpers.xla_debug import checks as nb06
+    from tpu_helpers.xla_debug import exercise_checks as nb06
     from tpu_helpers.xla_debug import solutions as solution
 
     def lazy_step(model, optimizer, batch):  # no torch_xla.sync(): the steps pile up in one lazy graph

@@ -1,5 +1,5 @@
 """Self-checks for notebook 05's exercises (BANKING77 with Accelerate, length buckets). The bucket boundaries
-themselves are notebook 01's exercise 3 (`tpu_helpers.xla_tf.checks.check_bucket_boundaries`).
+themselves are notebook 01's exercise 3 (`tpu_helpers.xla_tf.exercise_checks.check_bucket_boundaries`).
 
 * `check_collate`: ``make_collate(tokenizer)`` must give a collate function that pads every batch to the length
   the bucket sampler chose: the batches are made from the notebook's data, checked value by value, and run

@@ -5,7 +5,7 @@ import math
 import pytest
 from course_testing import failed, skeleton  # noqa: F401
 
-from tpu_helpers.tpu_tf import checks as nb03
+from tpu_helpers.tpu_tf import exercise_checks as nb03
 
 RIGHT_REPLICAS = {"v5e-1": 1, "v3-8": 8, "v5e-8": 8, "v3-32": 32}
 

@@ -1,8 +1,8 @@
 """Self-checks for notebook 01's exercises (the three XLA rules, measured in TensorFlow).
 
 Each check runs the learner's function under XLA (``tf.function(jit_compile=True)`` through
-`tpu_helpers.xla_tf.xla.jit`, which counts compilations), reads the compiled program back from XLA
-(`tpu_helpers.xla_tf.xla.compiled_ir_stats`) and compares the numbers with a plain reference. It never reads the
+`tpu_helpers.xla_tf.counters.jit`, which counts compilations), reads the compiled program back from XLA
+(`tpu_helpers.xla_tf.compiler.compiled_ir_stats`) and compares the numbers with a plain reference. It never reads the
 answer's source.
 
 * `check_clip_without_if` (rule 1): compiles with ``autograph=False`` (no Python ``if`` on a tensor left), the
@@ -10,7 +10,7 @@ answer's source.
   gradients on both sides of the threshold.
 * `check_masked_mean` (rule 2): no bounded dynamic shape (``f32[<=N]``) in the HLO, so no boolean mask; the mean
   over labelled positions on batches with different numbers of labels, 0.0 when none is labelled; one compilation.
-* `check_bucket_boundaries` (rule 3): bucket bounds that keep bucketing within a compilation budget and a
+* `check_bucket_boundaries` (rule 3): bucket bounds that keep length buckets within a compilation budget and a
   padding budget on the notebook's own token lengths (`tpu_helpers.shared.padding`).
 """
 from __future__ import annotations
@@ -28,7 +28,7 @@ from tpu_helpers.core.exercises import (
 )
 from tpu_helpers.core.frameworks import import_tensorflow
 from tpu_helpers.shared import padding
-from tpu_helpers.xla_tf import xla
+from tpu_helpers.xla_tf import compiler, counters
 
 __all__ = ["IGNORE_INDEX", "MAX_COMPILATIONS", "MAX_PADDED_FRACTION", "clip_if_too_long", "check_clip_without_if",
            "check_masked_mean", "check_bucket_boundaries"]
@@ -41,7 +41,7 @@ MAX_PADDED_FRACTION = 0.25  # ... and share of computed tokens that are padding
 
 
 def _one_line_error(error: BaseException) -> str:
-    return xla._why(error)  # the line of a TensorFlow error that says why
+    return compiler._why(error)  # the line of a TensorFlow error that says why
 
 
 # --------------------------------------------------------------------------------------------- rule 1
@@ -86,7 +86,7 @@ def check_clip_without_if(clip_without_if: Callable) -> CheckResult:
         cases = [(np.asarray(g, np.float32), m) for g, m in _CLIP_CASES]
         call_answer(clip_without_if, tf.constant(cases[0][0]), cases[0][1],
                     what="clip_without_if(gradient, max_norm)")  # eagerly first: the skeleton says "not attempted"
-        compiled = xla.jit(clip_without_if, autograph=False)
+        compiled = counters.jit(clip_without_if, autograph=False)
         results = []
         for g, max_norm in cases:
             try:
@@ -122,7 +122,7 @@ def check_clip_without_if(clip_without_if: Callable) -> CheckResult:
                 f"for {what} you return {np.round(got.astype(float), 4).tolist()}, the `if` version returns "
                 f"{np.round(want.astype(float), 4).tolist()}: above max_norm scale by max_norm / norm, otherwise "
                 "leave the gradient as it is")
-        ops = xla.compiled_ir_stats(compiled, tf.constant(cases[0][0]), cases[0][1]).opcodes
+        ops = compiler.compiled_ir_stats(compiled, tf.constant(cases[0][0]), cases[0][1]).opcodes
         assert "conditional" not in ops and "while" not in ops, (
             "your function compiles and its numbers are right, but the compiled program still branches: XLA's HLO "
             "contains a `conditional` (that is what tf.cond becomes; AutoGraph writes the same for an `if`). The "
@@ -160,9 +160,9 @@ def check_masked_mean(masked_mean: Callable) -> CheckResult:
         total = loss.size
         loss_t = tf.constant(loss)
         call_answer(masked_mean, loss_t, tf.constant(batches[0]), what="masked_mean(per_token_loss, labels)")
-        compiled = xla.jit(masked_mean)
+        compiled = counters.jit(masked_mean)
         try:
-            ir = xla.compiled_ir_stats(compiled, loss_t, tf.constant(batches[0]))
+            ir = compiler.compiled_ir_stats(compiled, loss_t, tf.constant(batches[0]))
         except NotImplementedError:
             raise
         except Exception as e:  # noqa: BLE001
@@ -174,7 +174,7 @@ def check_masked_mean(masked_mean: Callable) -> CheckResult:
                 f"how many there are depends on the data, so XLA compiled it with data-dependent shapes "
                 f"({', '.join(ir.dynamic_shapes)}), padded to all {total} positions anyway. Keep every position: "
                 "multiply the losses by a 0/1 mask and divide by the number of labelled positions.")
-        with xla.CompilationCounter(compiled) as counter:
+        with counters.CompilationCounter(compiled) as counter:
             outs = [compiled(loss_t, tf.constant(labels)) for labels in batches]
         counts = []
         for labels, out in zip(batches, outs):
@@ -238,19 +238,19 @@ def _boundaries_problem(boundaries: object, max_length: int) -> str | None:
 def check_bucket_boundaries(choose_boundaries: Callable[[np.ndarray], Sequence[int]], lengths: Sequence[int], *,
                             batch_size: int = 32, max_length: int = 128, max_compilations: int = MAX_COMPILATIONS,
                             max_padded_fraction: float = MAX_PADDED_FRACTION, seed: int | None = 0) -> CheckResult:
-    """``choose_boundaries(lengths)`` must return bucket upper bounds with which bucketing these ``lengths``
-    (``padding.padded_batches(..., "bucketing", boundaries=...)``) compiles at most ``max_compilations`` shapes
+    """``choose_boundaries(lengths)`` must return bucket upper bounds with which length buckets for these ``lengths``
+    (``padding.padded_batches(..., "buckets", boundaries=...)``) compiles at most ``max_compilations`` shapes
     and pads at most ``max_padded_fraction`` of the computed tokens."""
 
     def body() -> str:
-        lens = np.minimum(np.asarray(lengths, dtype=np.int64), max_length)  # what bucketing sees: truncated
+        lens = np.minimum(np.asarray(lengths, dtype=np.int64), max_length)  # what the buckets see: truncated
         answer = call_answer(choose_boundaries, lens.copy(), what="choose_boundaries(lengths)")
         problem = _boundaries_problem(answer, max_length)
         assert problem is None, problem
         bounds = sorted({int(b) for b in answer})
-        mine = padding.evaluate_strategy(lengths, batch_size, "bucketing", max_length=max_length,
+        mine = padding.evaluate_strategy(lengths, batch_size, "buckets", max_length=max_length,
                                          boundaries=bounds, seed=seed)
-        default = padding.evaluate_strategy(lengths, batch_size, "bucketing", max_length=max_length, seed=seed)
+        default = padding.evaluate_strategy(lengths, batch_size, "buckets", max_length=max_length, seed=seed)
         over = int((lens > bounds[-1]).sum())
         note = ""
         if over:
@@ -258,15 +258,15 @@ def check_bucket_boundaries(choose_boundaries: Callable[[np.ndarray], Sequence[i
                     f"of max_length={max_length} tokens: end with a bound >= the longest sample ({lens.max()}).")
         shapes = ", ".join(str(s[1]) for s in mine.shapes)
         assert mine.compilations <= max_compilations, (
-            f"bucketing with {bounds} makes batches of {mine.compilations} lengths ({shapes}), so XLA compiles "
+            f"buckets {bounds} makes batches of {mine.compilations} lengths ({shapes}), so XLA compiles "
             f"{mine.compilations} programs: over the budget of {max_compilations}. Use fewer buckets." + note)
         p10, p50, p90 = (int(v) for v in np.percentile(lens, [10, 50, 90]))
         assert mine.padded_fraction <= max_padded_fraction, (
-            f"bucketing with {bounds} pads {mine.padded_fraction:.1%} of the computed tokens: over the budget of "
+            f"buckets {bounds} pads {mine.padded_fraction:.1%} of the computed tokens: over the budget of "
             f"{max_padded_fraction:.0%} (the default powers of two pad {default.padded_fraction:.1%}). A bucket pads "
             f"every sample up to its bound: put the bounds where the samples are (10% / 50% / 90% of them are at "
             f"most {p10} / {p50} / {p90} tokens), and let the last bound be the longest sample." + note)
-        return (f"bucketing with {bounds}: {mine.compilations} compilations (budget {max_compilations}), "
+        return (f"buckets {bounds}: {mine.compilations} compilations (budget {max_compilations}), "
                 f"{mine.padded_fraction:.1%} of computed tokens are padding (budget {max_padded_fraction:.0%}); "
                 f"the default powers of two: {default.compilations} compilations, {default.padded_fraction:.1%} "
                 "padding")

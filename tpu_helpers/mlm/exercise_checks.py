@@ -29,7 +29,7 @@ from tpu_helpers.core.exercises import (
 from tpu_helpers.core.frameworks import import_tensorflow
 from tpu_helpers.mlm.pipeline import MaskingSpec
 from tpu_helpers.mlm.shards import Manifest, ShardInfo, shard_name
-from tpu_helpers.xla_tf import xla
+from tpu_helpers.xla_tf import compiler, counters
 
 __all__ = ["IGNORE_INDEX", "CHECK_SPEC", "check_mask_batch", "check_epoch_plan", "check_masked_accuracy",
            "masking_statistics"]
@@ -97,9 +97,9 @@ def check_mask_batch(mask_batch: Callable, spec: MaskingSpec = CHECK_SPEC) -> Ch
                 raise AssertionError(
                     "mask_batch does not run inside a compiled TensorFlow function: it uses NumPy or .numpy(), "
                     "which has no value while TensorFlow traces. Use TF ops only (tf.random.uniform, tf.where, "
-                    f"tf.gather): {kind}: {xla._why(e)}") from None
+                    f"tf.gather): {kind}: {compiler._why(e)}") from None
             raise AssertionError(f"XLA could not compile mask_batch on a {ids.shape[0]} x {ids.shape[1]} batch: "
-                                 f"{kind}: {xla._why(e)}") from None
+                                 f"{kind}: {compiler._why(e)}") from None
         shapes = [o.shape for o in tf.nest.flatten(concrete.structured_outputs)]
         if any(not s.is_fully_defined() or tuple(s) != ids.shape for s in shapes):
             raise AssertionError(
@@ -233,12 +233,12 @@ def check_masked_accuracy(masked_accuracy: Callable) -> CheckResult:
         labels0, logits0, _ = cases[0]
         call_answer(masked_accuracy, tf.constant(labels0), tf.constant(logits0),
                     what="masked_accuracy(labels, logits)")
-        compiled = xla.jit(masked_accuracy)
+        compiled = counters.jit(masked_accuracy)
         try:
-            ir = xla.compiled_ir_stats(compiled, tf.constant(labels0), tf.constant(logits0))
+            ir = compiler.compiled_ir_stats(compiled, tf.constant(labels0), tf.constant(logits0))
         except Exception as e:  # noqa: BLE001 (the skeleton was caught by the eager call above)
             raise AssertionError(f"XLA could not compile masked_accuracy: {type(e).__name__}: "
-                                 f"{xla._why(e)}") from None
+                                 f"{compiler._why(e)}") from None
         if ir.dynamic_shapes:
             raise AssertionError(
                 "your metric selects the labelled positions (tf.boolean_mask or similar): their number depends on "

@@ -108,18 +108,18 @@ def _fresh_model(make_model: Callable[[], Any], seed: int):
 
 
 def check_fast_loop(collate: Callable, train_step: Callable, model: Any, optimizer: Any, *, batch_size: int,
-                    max_length: int, vocab_size: int, num_labels: int, steps: int = 6, warmup: int = 2) -> CheckResult:
+                    max_length: int, vocab_size: int, num_labels: int, steps: int = 6, warmup_steps: int = 2) -> CheckResult:
     """Train ``model`` (a transformers classifier on the XLA device, put in train mode) with ``optimizer`` on
-    ``warmup + steps`` raw batches of varying lengths: ``batch = collate(seqs, labels, max_length)``, then
-    ``loss = train_step(model, optimizer, batch)``. The first ``warmup`` steps may compile; the next ``steps`` are
-    recorded and the detective must find nothing in them. (The model trains on: pass the notebook's own model,
+    ``warmup_steps + steps`` raw batches of varying lengths: ``batch = collate(seqs, labels, max_length)``, then
+    ``loss = train_step(model, optimizer, batch)``. The first ``warmup_steps`` run before the recording starts
+    (compiling happens there); the next ``steps`` are recorded and the detective must find nothing in them. (The model trains on: pass the notebook's own model,
     whose training graph is already compiled, to keep the check fast.)"""
 
     def body() -> str:
         import torch
         import torch_xla  # noqa: F401  (the XLA device the model lives on)
 
-        raw = variable_length_batches(warmup + steps, batch_size, max_length, vocab_size, num_labels)
+        raw = variable_length_batches(warmup_steps + steps, batch_size, max_length, vocab_size, num_labels)
         batches = []
         for i, (seqs, labels) in enumerate(raw):
             batch = call_answer(collate, seqs, labels, max_length, what="collate(seqs, labels, max_length)")
@@ -129,11 +129,11 @@ def check_fast_loop(collate: Callable, train_step: Callable, model: Any, optimiz
         first = next(model.parameters())
         before = first.detach().cpu().clone()
         step = "train_step(model, optimizer, batch)"
-        for batch in batches[:warmup]:  # compiling happens here, as in any benchmark's warm-up
+        for batch in batches[:warmup_steps]:  # compiling happens here, as in any benchmark's warm-up
             call_answer(train_step, model, optimizer, batch, what=step)
         losses = []
         with StepRecorder() as rec:
-            for batch in batches[warmup:]:
+            for batch in batches[warmup_steps:]:
                 rec.step(batch)
                 losses.append(call_answer(train_step, model, optimizer, batch, what=step))
         idle = [s.index for s in rec.steps if s.executions == 0]

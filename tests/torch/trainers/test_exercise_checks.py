@@ -9,11 +9,11 @@ pytest.importorskip("lightning")
 def check_step(step, data, bag_of_words):
     from transformers import DataCollatorWithPadding
 
-    from tpu_helpers.trainers import checks
+    from tpu_helpers.trainers import exercise_checks
     from tpu_helpers.trainers.xla_cpu import XLACPUAccelerator
 
     tok, train = data
-    return checks.check_training_step(step, bag_of_words, train,
+    return exercise_checks.check_training_step(step, bag_of_words, train,
                                       DataCollatorWithPadding(tok, padding="max_length", max_length=32),
                                       vocab_size=len(tok), num_labels=77, accelerator=XLACPUAccelerator(), steps=5)
 
@@ -62,10 +62,10 @@ def test_training_step_skeleton_is_not_attempted(xla, data, bag_of_words):
 
 # ------------------------------------------------------------------------------- exercise 2
 def check_setup(setup, data):
-    from tpu_helpers.trainers import checks
+    from tpu_helpers.trainers import exercise_checks
 
     tok, train = data
-    return checks.check_static_trainer_setup(setup, tok, train, max_length=32, batch_size=24, num_labels=77, steps=4)
+    return exercise_checks.check_static_trainer_setup(setup, tok, train, max_length=32, batch_size=24, num_labels=77, steps=4)
 
 
 def test_static_setup_passes_on_the_solution(xla, data):

@@ -104,7 +104,7 @@ def check_first_xla_function(sum_of_squares: Callable, hlo_of: Callable) -> Chec
                 f"(the sum of every element squared)")
             values.append(expected)
         if not (isinstance(sum_of_squares, tf.types.experimental.PolymorphicFunction)
-                or hasattr(sum_of_squares, "experimental_get_compiler_ir")):  # e.g. tpu_helpers.xla_tf.xla.jit
+                or hasattr(sum_of_squares, "experimental_get_compiler_ir")):  # e.g. tpu_helpers.xla_tf.counters.jit
             raise AssertionError(
                 "sum_of_squares gives the right numbers, but it is a plain Python function: TensorFlow runs it op "
                 "by op (eagerly) and XLA never sees it. Wrap it: put @tf.function(jit_compile=True) above the def.")

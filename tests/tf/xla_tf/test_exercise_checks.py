@@ -8,7 +8,7 @@ import pytest
 from course_testing import failed, skeleton  # noqa: F401
 
 from tpu_helpers.shared.banking_queries import banking_queries
-from tpu_helpers.xla_tf import checks as nb01
+from tpu_helpers.xla_tf import exercise_checks as nb01
 
 
 @pytest.fixture(scope="module")

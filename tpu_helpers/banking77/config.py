@@ -1,0 +1,47 @@
+"""Notebook 05's training settings: `TrainConfig` (epochs, batch sizes, learning rate, padding, ...) and the linear
+scaling rule for a global batch other than the one a learning rate was tuned at (`scaled_learning_rate`)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tpu_helpers.banking77.errors import TrainingError
+
+__all__ = ["TrainConfig", "scaled_learning_rate", "PADDINGS"]
+
+PADDINGS = ("buckets", "max_length")
+
+
+@dataclass
+class TrainConfig:
+    epochs: int = 3
+    batch_size: int = 32  # per replica (the global batch is batch_size x replicas)
+    eval_batch_size: int = 64  # per replica
+    learning_rate: float = 3e-4
+    weight_decay: float = 0.01
+    warmup_ratio: float = 0.1  # share of all optimizer steps spent warming up linearly from 0
+    mixed_precision: str = "no"  # "bf16" on TPU: autocast in the training function; "fp16" on GPU: Accelerator(...)
+    seed: int = 42
+    progress: bool = True  # tqdm bars (main process only)
+    report_path: str | None = None  # where the main process also writes the report (multi-process launches)
+    padding: str = "max_length"  # "max_length": one fixed length; "buckets": length buckets (needs a tokenizer)
+    boundaries: tuple[int, ...] | None = None  # bucket lengths for padding="buckets"; the largest = max_length
+    max_length: int | None = None  # the fixed length when padding="max_length" pads per batch (a tokenizer given)
+    replica_timeout_s: float = 300.0  # several CPU processes (gloo): how long a replica waits for the others
+
+    def __post_init__(self):
+        if self.epochs < 1:
+            raise TrainingError(f"epochs={self.epochs}: train at least 1 epoch")
+        if self.padding not in PADDINGS:
+            raise TrainingError(f"padding={self.padding!r}: choose one of {', '.join(PADDINGS)}")
+        if self.batch_size < 1 or self.eval_batch_size < 1:
+            raise TrainingError("batch_size and eval_batch_size must be at least 1")
+
+
+def scaled_learning_rate(base_lr: float, base_global_batch: int, global_batch: int) -> float:
+    """The linear scaling rule (Goyal et al. 2017, "Accurate, Large Minibatch SGD", arXiv:1706.02677): a learning
+    rate tuned at ``base_global_batch`` samples per step, for ``global_batch`` samples per step, is
+    ``base_lr * global_batch / base_global_batch``. The seed's 3e-4 at 256 becomes 3.75e-5 at 32 (a v5e-1)."""
+    if base_lr <= 0 or base_global_batch < 1 or global_batch < 1:
+        raise TrainingError(f"cannot scale lr={base_lr} from a global batch of {base_global_batch} to {global_batch}: "
+                            "the learning rate must be positive and both batches at least 1")
+    return base_lr * global_batch / base_global_batch

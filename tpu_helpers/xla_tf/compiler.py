@@ -1,0 +1,99 @@
+"""What XLA makes of a TensorFlow function (notebook 01): does it compile under ``jit_compile=True`` and, if not,
+which error and why (`check_xla`); the size and shapes of the program it builds (`compiled_ir_stats`).
+
+TensorFlow is imported inside the functions, so importing this module is cheap and framework-neutral.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Callable
+
+__all__ = ["XlaCheck", "check_xla", "IrStats", "compiled_ir_stats"]
+
+
+@dataclass(frozen=True)
+class XlaCheck:
+    """The answer of `check_xla`: did the function compile with XLA and run, and if not, why."""
+
+    compiles: bool
+    error_type: str | None = None  # e.g. "OperatorNotAllowedInGraphError", "InvalidArgumentError"
+    message: str | None = None  # the line of the error that says why
+    value: Any = None  # the function's result when it compiled
+
+    def __bool__(self) -> bool:
+        return self.compiles
+
+    def __str__(self) -> str:
+        if self.compiles:
+            return "compiles with XLA"
+        return f"does not compile with XLA: {self.error_type}: {self.message}"
+
+
+def _why(error: BaseException) -> str:
+    """The informative line of a TensorFlow error (its messages bury it among source lines and node names)."""
+    text = str(error).strip()
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    if "in user code:" in text and lines:
+        last = lines[-1]  # AutoGraph: "ValueError: 'y' must also be initialized in the else branch"
+        prefix = type(error).__name__ + ": "
+        return last[len(prefix):] if last.startswith(prefix) else last
+    first = lines[0] if lines else type(error).__name__
+    m = re.search(r"Detected unsupported operations when trying to compile graph .*? on (\S+): (\w+) \(", first)
+    if m:
+        return f"unsupported operation {m.group(2)} for {m.group(1)} (no XLA kernel for it)"
+    if len(first) > 160 and ". " in first:
+        first = first[:first.index(". ") + 1]  # the first sentence; the rest is generic advice
+    return first if len(first) <= 300 else first[:297] + "..."
+
+
+def check_xla(fn: Callable, *args, autograph: bool = True, **kwargs) -> XlaCheck:
+    """Compile ``fn`` with ``tf.function(jit_compile=True, autograph=autograph)`` and run it on the arguments.
+
+    Returns an `XlaCheck`: ``compiles`` and the result, or the error class and the line that says why
+    (for example ``OperatorNotAllowedInGraphError`` for a Python ``if`` on a tensor without AutoGraph).
+    """
+    import tensorflow as tf
+
+    compiled = tf.function(fn, jit_compile=True, autograph=autograph)
+    try:
+        value = compiled(*args, **kwargs)
+    except Exception as e:  # noqa: BLE001 (reporting the failure is the point)
+        return XlaCheck(False, type(e).__name__, _why(e))
+    return XlaCheck(True, value=value)
+
+
+@dataclass(frozen=True)
+class IrStats:
+    """Size and content of the XLA program built for one call."""
+
+    hlo_instructions: int  # before XLA's optimisations
+    optimized_instructions: int  # after them (what runs)
+    dynamic_shapes: tuple[str, ...]  # bounded dynamic shapes before optimisation, e.g. "f32[<=1024,1000]"
+    optimized_dynamic_shapes: tuple[str, ...]  # the same after optimisation (the dynamic padder pads them)
+    optimized_shapes: tuple[str, ...]  # distinct array shapes in the optimised program, e.g. "f32[1024,1000]"
+    opcodes: tuple[str, ...]  # distinct HLO opcodes after optimisation
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"hlo_instructions": self.hlo_instructions, "optimized_instructions": self.optimized_instructions,
+                "dynamic_shapes": list(self.dynamic_shapes),
+                "optimized_dynamic_shapes": list(self.optimized_dynamic_shapes), "opcodes": len(self.opcodes)}
+
+
+_INSTR_RE = re.compile(r"^\s*(?:ROOT\s+)?%?[\w.\-]+\s*=\s*.+?\s([a-z][\w\-]*)\(", re.MULTILINE)
+_DYNAMIC_RE = re.compile(r"\b[a-z]+\d*\[[^\]]*<=[^\]]*\]")
+_SHAPE_RE = re.compile(r"\b(?:pred|[suf]\d+|bf16|c64|c128)\[[\d,<=]*\]")
+
+
+def compiled_ir_stats(function, *args, **kwargs) -> IrStats:
+    """Inspect the XLA program of a ``jit_compile`` function (or `JitFunction`) for these arguments.
+
+    Uses ``experimental_get_compiler_ir``: HLO before and after optimisation. A dimension written ``<=N``
+    is a bounded dynamic shape; XLA's dynamic padder rewrites it to its static bound N before code
+    generation, so the optimised program computes on all N elements.
+    """
+    ir = function.experimental_get_compiler_ir(*args, **kwargs)
+    hlo, opt = ir(stage="hlo"), ir(stage="optimized_hlo")
+    return IrStats(len(_INSTR_RE.findall(hlo)), len(_INSTR_RE.findall(opt)),
+                   tuple(sorted(set(_DYNAMIC_RE.findall(hlo)))), tuple(sorted(set(_DYNAMIC_RE.findall(opt)))),
+                   tuple(sorted(set(_SHAPE_RE.findall(opt)))), tuple(sorted(set(_INSTR_RE.findall(opt)))))

@@ -1,0 +1,267 @@
+"""TensorFlow and XLA, counted: the compilations of a function, as XLA itself records them (notebook 01).
+
+    step = jit(train_step)                 # tf.function(train_step, jit_compile=True) that counts
+    with CompilationCounter(step) as c:
+        for batch in batches:
+            step(batch)
+    print(c)                               # compilations=3 cache_hits=97 traces=3 calls=100
+    assert c.compilations == 3
+
+What is counted, and why it is right:
+
+* ``traces``: how many times TensorFlow traced the Python function into a graph. It comes from TensorFlow
+  (``tf.function.experimental_get_tracing_count()``) and, for a `jit` function, from a Python counter inside
+  the traced function (Python code runs only while tracing); the two must agree.
+* ``compilations``: XLA programs built, **as XLA itself records them**. `tpu_helpers.core.frameworks.use_framework`
+  ("tf") turns on XLA's own record of every module it compiles for a course function
+  (``XLA_FLAGS=--xla_dump_to=<folder> --xla_dump_hlo_module_re=.*tpucourse.*``); a `jit` function gives its
+  traced graph a unique ``tpucourse<pid>x<N>_<name>`` name, and its compilations are the modules XLA wrote under
+  that name when a call ran it (``XlaMustCompile_true`` in the module name; the IR a notebook asks for with
+  ``experimental_get_compiler_ir`` is compiled too, but under another name, and not counted).
+* ``expected_compilations``: what Python expects: XLA compiles one program per traced graph *and concrete
+  input shape*, so a `jit` function expects one per distinct input signature it was called with (with
+  ``reduce_retracing=True`` TensorFlow traces once for many shapes, and XLA still compiles each shape). A
+  notebook asserts the compiler's count against this expectation, not the expectation against itself.
+* ``cache_hits``: calls that reused a compiled program.
+
+`seconds_per_call` times a function after its warm-up. What XLA makes of a function is in `tpu_helpers.xla_tf.compiler`,
+the static-shape loss in `tpu_helpers.xla_tf.losses`, the ``jit_compile`` rule in `tpu_helpers.xla_tf.jit_rule`.
+
+TensorFlow is imported inside the functions, so importing this module is cheap and framework-neutral.
+"""
+from __future__ import annotations
+
+import functools
+import itertools
+import os
+import re
+import statistics
+from pathlib import Path
+from typing import Any, Callable
+
+from tpu_helpers._compat import tf_function_flags
+from tpu_helpers.core.timing import time_calls
+
+__all__ = ["JitFunction", "jit", "CompilationCounter", "XlaRecordsOffError", "xla_dump_dir", "xla_compiled_modules",
+           "seconds_per_call"]
+
+
+MODULE_TAG = "tpucourse"  # the XLA module-name filter `frameworks.use_framework("tf")` puts in XLA_FLAGS
+_IDS = itertools.count(1)
+
+
+class XlaRecordsOffError(RuntimeError):
+    """XLA wrote no record of a compilation it must have made: its dump flags were set too late."""
+
+
+def xla_dump_dir(flags: str | None = None) -> Path | None:
+    """The folder of ``--xla_dump_to`` in ``XLA_FLAGS`` (None when XLA keeps no record)."""
+    m = re.search(r"--xla_dump_to=(\S+)", os.environ.get("XLA_FLAGS", "") if flags is None else flags)
+    return Path(m.group(1)) if m else None
+
+
+def xla_compiled_modules(tag: str, folder: Path | None = None) -> int:
+    """How many HLO modules XLA compiled to *run* the tf.function traced under the name ``tag`` (its dump files
+    ``module_NNNN.*_inference_<tag>_<id>__XlaMustCompile_true...before_optimizations.txt``)."""
+    folder = xla_dump_dir() if folder is None else folder
+    if folder is None or not folder.is_dir():
+        return 0
+    pattern = re.compile(rf"^module_\d+\.\w*?_inference_{re.escape(tag)}_\d+__XlaMustCompile_true.*"
+                         r"\.before_optimizations\.txt$")
+    return sum(1 for p in folder.iterdir() if pattern.match(p.name))
+
+
+def _signature(args: tuple, kwargs: dict) -> tuple:
+    """What XLA's compilation cache keys on, as far as the caller can see: the shape and dtype of every
+    tensor argument, and the value of every other (Python) argument (a new value retraces)."""
+    import numpy as np
+    import tensorflow as tf
+
+    key = []
+    for leaf in tf.nest.flatten((args, kwargs), expand_composites=True):
+        if isinstance(leaf, (tf.Tensor, tf.Variable, np.ndarray)):
+            key.append(("tensor", tuple(leaf.shape), tf.as_dtype(leaf.dtype).name))  # NumPy or TF: same key
+        else:
+            key.append(("python", repr(leaf)))
+    return tuple(key)
+
+
+class JitFunction:
+    """``tf.function(fn, jit_compile=True)`` that counts its traces, XLA compilations, calls and cache hits.
+
+    Call it like the function. Extra keyword arguments go to ``tf.function`` (``autograph``,
+    ``reduce_retracing``, ``input_signature``). ``function`` is the underlying ``tf.function``.
+    """
+
+    def __init__(self, fn: Callable, **tf_function_kwargs: Any):
+        import tensorflow as tf
+
+        self.python_function = fn
+        name = re.sub(r"\W", "_", getattr(fn, "__name__", "fn"))
+        # the name XLA's records of this function carry; the pid keeps two processes' records apart in one folder
+        self.tag = f"{MODULE_TAG}{os.getpid()}x{next(_IDS)}_{name}"
+        self.traces = 0  # incremented by Python code that only runs while TensorFlow traces
+        self.calls = 0
+        self.signatures: dict[tuple, int] = {}  # input signature -> calls with it
+
+        def traced(*args, **kwargs):
+            self.traces += 1
+            return fn(*args, **kwargs)
+
+        # name and docstring of fn, but not its signature: tf.function binds (*args, **kwargs) and fn applies
+        # its own defaults (experimental_get_compiler_ir mishandles defaults seen through __wrapped__)
+        functools.update_wrapper(traced, fn, updated=())
+        del traced.__wrapped__
+        traced.__name__ = traced.__qualname__ = self.tag
+
+        tf_function_kwargs.setdefault("jit_compile", True)
+        if not tf_function_kwargs["jit_compile"]:
+            raise ValueError("JitFunction counts XLA compilations: it needs jit_compile=True")
+        self.function = tf.function(traced, **tf_function_kwargs)
+
+    def __call__(self, *args, **kwargs):
+        key = _signature(args, kwargs)
+        new = key not in self.signatures
+        self.signatures[key] = self.signatures.get(key, 0) + 1
+        try:
+            out = self.function(*args, **kwargs)
+        except Exception:
+            self.signatures[key] -= 1
+            if new:
+                del self.signatures[key]
+            raise
+        self.calls += 1
+        return out
+
+    @property
+    def expected_compilations(self) -> int:
+        """What Python expects XLA to have compiled: one program per distinct input signature it ran with."""
+        return len(self.signatures)
+
+    @property
+    def compilations(self) -> int:
+        """XLA programs compiled so far to run this function, counted from XLA's own records (its dump)."""
+        n = xla_compiled_modules(self.tag)
+        if n == 0 and self.signatures:
+            raise XlaRecordsOffError(
+                f"XLA kept no record of compiling {self.tag}, which has run: its records must be switched on before "
+                "TensorFlow compiles anything. Call tpu_helpers.core.frameworks.use_framework('tf') first thing "
+                f"(restart the kernel); XLA_FLAGS is now {os.environ.get('XLA_FLAGS', '(unset)')!r}")
+        return n
+
+    @property
+    def cache_hits(self) -> int:
+        return self.calls - self.compilations
+
+    def experimental_get_tracing_count(self) -> int:
+        """TensorFlow's own trace count (must equal ``traces``)."""
+        return self.function.experimental_get_tracing_count()
+
+    def experimental_get_compiler_ir(self, *args, **kwargs):
+        """XLA's IR for these arguments (``(stage="hlo")``, ``(stage="optimized_hlo")``); may trace."""
+        return self.function.experimental_get_compiler_ir(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return (f"<JitFunction {getattr(self.python_function, '__name__', '?')}: compilations={self.compilations} "
+                f"(expected {self.expected_compilations}) traces={self.traces} calls={self.calls}>")
+
+
+def jit(fn: Callable | None = None, **tf_function_kwargs: Any):
+    """Decorator form of `JitFunction`: ``@jit`` or ``@jit(reduce_retracing=True)``."""
+    if fn is None:
+        return lambda f: JitFunction(f, **tf_function_kwargs)
+    return JitFunction(fn, **tf_function_kwargs)
+
+
+def _relaxed_shapes(function) -> bool:
+    """Does this tf.function trace once for several input shapes?"""
+    if tf_function_flags(function)[1]:
+        return True
+    for spec in getattr(function, "input_signature", None) or ():
+        shape = getattr(spec, "shape", None)
+        if shape is not None and (shape.rank is None or None in shape.as_list()):
+            return True
+    return False
+
+
+def _plain_traces(function) -> int:
+    """Traces of a plain ``tf.function(jit_compile=True)`` with static shapes (one trace = one compilation)."""
+    if not tf_function_flags(function)[0]:
+        raise TypeError(f"{function} was not created with jit_compile=True, so XLA does not compile it as a "
+                        "whole: use tf.function(..., jit_compile=True) or tpu_helpers.xla_tf.counters.jit(...)")
+    if _relaxed_shapes(function):
+        raise TypeError(f"{function} traces once for many input shapes (reduce_retracing or None dimensions), "
+                        "but XLA compiles each shape: wrap the Python function with tpu_helpers.xla_tf.counters.jit(...) "
+                        "to count its compilations")
+    return function.experimental_get_tracing_count()
+
+
+class CompilationCounter:
+    """Context manager: what some XLA functions did between enter and exit.
+
+    Watches `JitFunction` objects and plain ``tf.function(..., jit_compile=True)`` objects with static input
+    shapes (for those one trace is one compilation, and calls are not seen: ``calls`` and ``cache_hits``
+    count only `JitFunction` s). Attributes: ``compilations``, ``cache_hits``, ``traces``, ``calls``, and
+    ``per_function`` (the same per watched function).
+    """
+
+    def __init__(self, *functions):
+        if not functions:
+            raise ValueError("CompilationCounter(step, ...) needs the functions to watch")
+        self.functions = functions
+        self.compilations = self.traces = self.calls = self.cache_hits = 0
+        self.per_function: dict[str, dict[str, int]] = {}
+        self._start = [self._read(f) for f in functions]  # also checks them now, with a clear error
+
+    @staticmethod
+    def _read(f) -> tuple[int, int, int]:
+        if isinstance(f, JitFunction):
+            return f.traces, f.compilations, f.calls
+        traces = _plain_traces(f)
+        return traces, traces, 0
+
+    def __enter__(self) -> "CompilationCounter":
+        self._start = [self._read(f) for f in self.functions]
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.update()
+
+    def update(self) -> "CompilationCounter":
+        """Refresh the differences now (also usable inside the ``with`` block)."""
+        self.per_function = {}
+        totals = [0, 0, 0]
+        for f, start in zip(self.functions, self._start):
+            now = self._read(f)
+            d = [a - b for a, b in zip(now, start)]
+            name = getattr(getattr(f, "python_function", None), "__name__", None) or getattr(f, "__name__", repr(f))
+            if name in self.per_function:  # two lambdas, say: keep both
+                name = f"{name}#{len(self.per_function) + 1}"
+            self.per_function[name] = {"traces": d[0], "compilations": d[1], "calls": d[2]}
+            totals = [t + x for t, x in zip(totals, d)]
+        self.traces, self.compilations, self.calls = totals
+        self.cache_hits = max(self.calls - self.compilations, 0)
+        return self
+
+    def as_dict(self) -> dict[str, int]:
+        return {"compilations": self.compilations, "cache_hits": self.cache_hits, "traces": self.traces,
+                "calls": self.calls}
+
+    def __str__(self) -> str:
+        return " ".join(f"{k}={v}" for k, v in self.as_dict().items())
+
+
+def seconds_per_call(fn: Callable, *args, repeat: int = 20, warmup_steps: int = 2, **kwargs) -> float:
+    """Median wall time of ``fn(*args, **kwargs)``, waiting for the results (``.numpy()``) each time.
+
+    The first ``warmup_steps`` calls (tracing, compilation) are not timed.
+    """
+    import tensorflow as tf
+
+    def run():
+        out = fn(*args, **kwargs)
+        for leaf in tf.nest.flatten(out):
+            if hasattr(leaf, "numpy"):
+                leaf.numpy()
+
+    return statistics.median(time_calls(run, repeat, warmup_steps))
