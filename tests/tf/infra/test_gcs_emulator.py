@@ -15,17 +15,12 @@ import pytest
 
 from tpu_helpers._infra import gcs_emulator
 from tpu_helpers._infra.gcs_emulator import LocalGCS, write_target_bucket
+from tpu_helpers.core.frameworks import import_tensorflow
 from tpu_helpers.core.runtime import Runtime
 from tpu_helpers.mlm import gcs as gcsmod
 
 NODE = Runtime("tpu-node", "colab", tpu_address="grpc://10.0.0.2:8470", devices=8)
 CPU = Runtime("cpu", "local")
-
-
-def _tf():
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    import tensorflow as tf
-    return tf
 
 
 def test_start_is_idempotent_and_sets_the_environment(local_gcs):
@@ -60,7 +55,7 @@ def test_start_is_idempotent_and_sets_the_environment(local_gcs):
 
 
 def test_tensorflow_writes_lists_renames_and_reads_a_tfrecord_through_gs(local_gcs):
-    tf = _tf()
+    tf = import_tensorflow()
     bucket = local_gcs.create_bucket("tf-emulator-test")
     assert local_gcs.create_bucket("tf-emulator-test") == bucket  # idempotent
     records = [f"record {i} ".encode() * (i + 1) for i in range(300)]
@@ -78,7 +73,7 @@ def test_tensorflow_writes_lists_renames_and_reads_a_tfrecord_through_gs(local_g
 
 
 def test_large_object_round_trip(local_gcs):
-    tf = _tf()
+    tf = import_tensorflow()
     bucket = local_gcs.create_bucket("tf-emulator-big")
     data = os.urandom(9 * 1024 * 1024 + 7)
     with tf.io.gfile.GFile(f"{bucket}/blob.bin", "wb") as f:
@@ -91,7 +86,7 @@ def test_large_object_round_trip(local_gcs):
 
 
 def test_python_client_and_child_processes_see_the_same_objects(local_gcs):
-    tf = _tf()
+    tf = import_tensorflow()
     bucket = local_gcs.create_bucket("tf-emulator-clients")
     with tf.io.gfile.GFile(f"{bucket}/hello.txt", "w") as f:
         f.write("written by TensorFlow")
@@ -116,7 +111,7 @@ def test_python_client_and_child_processes_see_the_same_objects(local_gcs):
 
 
 def test_read_only_bucket_refuses_writes_like_gcs(local_gcs):
-    tf = _tf()
+    tf = import_tensorflow()
     bucket = local_gcs.create_bucket("tf-emulator-readonly", read_only=True)
     with pytest.raises(tf.errors.PermissionDeniedError):
         with tf.io.gfile.GFile(f"{bucket}/x.txt", "w") as f:
@@ -159,7 +154,7 @@ def test_check_bucket_passes_and_names_the_emulator(local_gcs):
     report = gcsmod.check_bucket("gs://tf-check-ok/mlm", runtime=CPU)
     assert report.writable and report.emulator and report.bucket == "tf-check-ok"
     assert "emulator" in report.credentials
-    tf = _tf()
+    tf = import_tensorflow()
     assert tf.io.gfile.glob("gs://tf-check-ok/mlm/*") == []  # the probe object was removed
 
 
@@ -218,7 +213,7 @@ def test_gcs_paths():
 
 
 def test_checkpoints_to_gs(local_gcs):
-    tf = _tf()
+    tf = import_tensorflow()
     bucket = local_gcs.create_bucket("tf-emulator-ckpt")
     v = tf.Variable(tf.range(4.0))
     manager = tf.train.CheckpointManager(tf.train.Checkpoint(v=v), f"{bucket}/run/ckpt", max_to_keep=1)
