@@ -225,7 +225,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--tpu", help="a TPU slice's name: TPUClusterResolver finds its hosts (omit: TF_CONFIG)")
     parser.add_argument("--report", help="a local folder for this host's evidence (host-<task>.json)")
     parser.add_argument("--steps", type=int, help="global steps (default: the job's)")
-    parser.add_argument("--collective-timeout", type=float, default=30.0,
+    parser.add_argument("--collective-timeout", type=float, default=120.0,
                         help="seconds an all-reduce may wait for the other hosts before it fails")
     parser.add_argument("--sleep", type=float, default=0.0, help="seconds to pause after each step (rehearsal)")
     args = parser.parse_args(argv)
@@ -238,7 +238,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             tf.errors.InternalError, tf.errors.AbortedError) as error:
         lines = [ln.strip() for ln in (error.message or str(error)).splitlines() if ln.strip()]
         telling = [ln for ln in lines if any(w in ln.lower() for w in ("peer", "unavailable", "deadline", "timed out",
-                                                                      "connection", "collective"))]
+                                                                      "connection", "timeout"))]
         first = (telling or lines or [""])[0][:300]
         print(f"LOST HOST: this worker's all-reduce failed, another host of the job stopped answering "
               f"({type(error).__name__}: {first}). Every host must run to the end; restart the whole job from its "

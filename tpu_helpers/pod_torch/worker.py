@@ -9,7 +9,8 @@
 It runs `tpu_helpers.banking77.lesson_cells.training_function`, the very function notebook 05 shows (its cell
 tagged ``training-function``, generated into the package), unchanged. What makes it multi-host is outside it:
 
-* every process builds the same data, tokenizer and model from the same seed (as every replica does on one host);
+* every process builds the same data and model from the same seed (as every replica does on one host) and loads
+  the same tokenizer, trained once before the launch (``--prepare DIR``, then ``--tokenizer DIR`` on every host);
 * the ``Accelerator`` inside the function finds the processes of *every* host through the launcher's variables
   (``RANK``, ``WORLD_SIZE``, ``MASTER_ADDR``); ``accelerator.prepare`` shards the batches by the **global**
   process index, the gradients are all-reduced over every host, and the evaluation is gathered from every host;
@@ -53,16 +54,36 @@ def _prepare() -> None:
     torch.set_num_threads(1)
 
 
-def build(seed: int, per_label: int, max_length: int):
-    """The data, tokenizer and model every process builds alike (notebook 05's ``ci`` sizes, smaller)."""
+def build(seed: int, per_label: int, max_length: int, tokenizer_dir: str | None = None):
+    """The data, tokenizer and model every process builds alike (notebook 05's ``ci`` sizes, smaller). The tokenizer
+    is loaded from `tokenizer_dir` (`prepare` wrote it once): training one in every process would not give every
+    process the same vocabulary (WordPiece training breaks ties differently from run to run)."""
     from tpu_helpers.banking77 import dataset
 
     data = dataset.load_banking77("synthetic", n_train_per_label=per_label, n_test_per_label=1, seed=seed)
-    tokenizer = dataset.load_tokenizer("tiny", data.dataset["train"]["text"], vocab_size=300)
+    if tokenizer_dir:
+        from transformers import AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
+    else:
+        tokenizer = dataset.load_tokenizer("tiny", data.dataset["train"]["text"], vocab_size=300)
     encoded = dataset.tokenize(data.dataset, tokenizer, max_length, padding="none")
     model = dataset.make_model("tiny", data, vocab_size=len(tokenizer), max_length=max_length, hidden_size=32,
                                seed=seed)
     return data, tokenizer, encoded, model
+
+
+def prepare(folder: str, seed: int, per_label: int) -> str:
+    """Train the tokenizer once and save it to `folder` (on a slice: ``gs://``, or baked into the image), before
+    the hosts start; every process then loads this one (`build`). Returns the folder."""
+    from tpu_helpers.banking77 import dataset
+
+    data = dataset.load_banking77("synthetic", n_train_per_label=per_label, n_test_per_label=1, seed=seed)
+    tokenizer = dataset.load_tokenizer("tiny", data.dataset["train"]["text"], vocab_size=300)
+    tmp = f"{folder.rstrip('/')}.partial-{os.getpid()}"
+    tokenizer.save_pretrained(tmp)
+    os.replace(tmp, folder)
+    return folder
 
 
 def restore(folder: str) -> dict:
@@ -83,12 +104,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--batch-size", type=int, default=8, help="per process (replica)")
     parser.add_argument("--per-label", type=int, default=4, help="synthetic training queries per intent")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--timeout", type=float, default=60.0, help="seconds a replica waits for the others")
+    parser.add_argument("--timeout", type=float, default=120.0, help="seconds a replica waits for the others")
+    parser.add_argument("--tokenizer", help="the tokenizer folder --prepare wrote (every process loads the same one)")
+    parser.add_argument("--prepare", help="train the tokenizer once, save it to this folder, and exit")
     parser.add_argument("--restore", help="load the model saved in this folder, print its digest, and exit")
     args = parser.parse_args(argv)
     _prepare()
     if args.restore:
         print(json.dumps(restore(args.restore)))
+        return 0
+    if args.prepare:
+        print(f"tokenizer saved to {prepare(args.prepare, args.seed, args.per_label)}")
         return 0
     from datetime import timedelta
 
@@ -103,7 +129,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     max_length = 32
     if "WORLD_SIZE" in os.environ and not dist.is_initialized():  # the process group, with a timeout on collectives
         dist.init_process_group("gloo", timeout=timedelta(seconds=args.timeout))
-    data, tokenizer, encoded, model = build(args.seed, args.per_label, max_length)
+    data, tokenizer, encoded, model = build(args.seed, args.per_label, max_length, args.tokenizer)
     bounds = choose_boundaries([len(x) for x in encoded["train"]["input_ids"]], max_length)
     config = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, eval_batch_size=2 * args.batch_size,
                          learning_rate=2e-3, progress=True, padding="buckets", boundaries=bounds,
