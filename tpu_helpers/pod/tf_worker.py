@@ -41,6 +41,7 @@ import tempfile
 import time
 from typing import Any, Sequence
 
+from tpu_helpers.core.frameworks import import_tensorflow, use_framework
 from tpu_helpers.pod.sharding import shards_for_pipeline
 
 __all__ = ["LOST_HOST_EXIT", "main", "weights_digest", "load_job"]
@@ -48,17 +49,9 @@ __all__ = ["LOST_HOST_EXIT", "main", "weights_digest", "load_job"]
 LOST_HOST_EXIT = 3  # the exit status of a host whose partner stopped answering
 
 
-def _tf():
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    from tpu_helpers.core.frameworks import import_tensorflow, use_framework
-
-    use_framework("tf")
-    return import_tensorflow()
-
-
 def load_job(path: str) -> dict[str, Any]:
     """The job description notebook 08 writes next to the data (``job.json``, local or ``gs://``)."""
-    tf = _tf()
+    tf = import_tensorflow()
     with tf.io.gfile.GFile(path, "r") as f:
         return json.loads(f.read())
 
@@ -82,7 +75,7 @@ def _write_json_atomic(path: str, payload: dict[str, Any]) -> None:
 
 def make_strategy(tpu: str | None, timeout_s: float):
     """``TPUStrategy`` for a slice named `tpu`, else ``MultiWorkerMirroredStrategy`` from ``TF_CONFIG``."""
-    tf = _tf()
+    tf = import_tensorflow()
     if tpu:
         resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu)  # every host of the slice
         tf.config.experimental_connect_to_cluster(resolver)
@@ -98,7 +91,7 @@ def make_strategy(tpu: str | None, timeout_s: float):
 
 def make_dataset_fn(job: dict[str, Any], shard_files: list[str]):
     """``dataset_fn(input_context)`` for ``distribute_datasets_from_function``: this pipeline's shards only."""
-    tf = _tf()
+    tf = import_tensorflow()
     from tpu_helpers.mlm.pipeline import MaskingSpec, mask_tokens
 
     spec = MaskingSpec(**job["masking"])
@@ -127,7 +120,7 @@ def make_dataset_fn(job: dict[str, Any], shard_files: list[str]):
 
 def train(job: dict[str, Any], strategy, *, steps: int, report_dir: str | None, sleep_s: float = 0.0) -> dict:
     """Train `steps` global steps; return this host's evidence (also written to ``report_dir``)."""
-    tf = _tf()
+    tf = import_tensorflow()
     import tf_keras as keras
     from transformers import RobertaConfig, TFAutoModelForMaskedLM
 
@@ -208,7 +201,7 @@ def train(job: dict[str, Any], strategy, *, steps: int, report_dir: str | None, 
 
 def restore_digest(job: dict[str, Any], checkpoint: str) -> str:
     """Build the model afresh (no strategy), restore `checkpoint` into it, return its `weights_digest`."""
-    tf = _tf()
+    tf = import_tensorflow()
     import tf_keras as keras
     from transformers import RobertaConfig, TFAutoModelForMaskedLM
 
@@ -229,7 +222,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="seconds an all-reduce may wait for the other hosts before it fails")
     parser.add_argument("--sleep", type=float, default=0.0, help="seconds to pause after each step (rehearsal)")
     args = parser.parse_args(argv)
-    tf = _tf()
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    use_framework("tf")  # before transformers is imported
+    tf = import_tensorflow()
     job = load_job(args.job)
     strategy = make_strategy(args.tpu, args.collective_timeout)
     try:
