@@ -10,7 +10,7 @@ local hosts on real distributed engines (loopback only).
   (a package of its own: no module of this one imports torch).
 
 The notebook: ``notebooks/08_pod_slice_multi_host.ipynb`` (its metadata names this package). Framework: TensorFlow
-(``FRAMEWORK``; the PyTorch rehearsal runs in child processes); the exercises' checks are in ``checks.py``, the
+(``FRAMEWORK``; the PyTorch rehearsal runs in child processes); the exercises' checks are in ``exercise_checks.py``, the
 reference answers in ``solutions.py``.
 """
 FRAMEWORK = 'tf'  # the framework this package's modules may import (tests/conventions enforce it)

@@ -120,9 +120,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     import torch.distributed as dist
     from accelerate import PartialState
 
+    from tpu_helpers.banking77.config import TrainConfig
     from tpu_helpers.banking77.lesson_cells import training_function
     from tpu_helpers.banking77.replicas import weights_digest
-    from tpu_helpers.banking77.train import TrainConfig
     from tpu_helpers.shared.boundaries import choose_boundaries
 
     max_length = 32

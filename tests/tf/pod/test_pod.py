@@ -10,7 +10,8 @@ import time
 import pytest
 from course_testing import failed, skeleton
 
-from tpu_helpers.pod import checks, hosts, slices, solutions
+from tpu_helpers.pod import exercise_checks as checks
+from tpu_helpers.pod import hosts, slices, solutions
 from tpu_helpers.pod.sharding import ShardingError, shards_for_pipeline
 
 PY = sys.executable
