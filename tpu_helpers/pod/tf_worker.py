@@ -19,7 +19,8 @@ What the script does (the same code on a Cloud TPU slice and in notebook 08's re
   *global* batch (``tf.nn.compute_average_loss``), gradients summed across every replica of every host by the
   optimizer. Every host takes the same number of steps (``repeat()`` and a fixed count): a host that stops early
   leaves the others waiting in an all-reduce;
-* **one checkpoint**: every worker calls ``Checkpoint.write`` (under ``MultiWorkerMirroredStrategy`` saving may run
+* **one writer**: the chief alone writes the run's log (``job["log"]``, in ``gs://``) and the checkpoint. For the
+  checkpoint every worker calls ``Checkpoint.write`` (under ``MultiWorkerMirroredStrategy`` saving may run
   collectives), the chief into ``gs://``, the others into a folder of their own that they delete at once
   (TensorFlow's multi-worker tutorial: https://www.tensorflow.org/tutorials/distribute/multi_worker_with_ctl);
 * **a lost host**: collectives have a timeout (``CommunicationOptions(timeout_seconds=...)``); when a peer stops
@@ -188,11 +189,19 @@ def train(job: dict[str, Any], strategy, *, steps: int, report_dir: str | None, 
     saved = ckpt.write(f"{job['checkpoint_dir']}/ckpt" if chief else os.path.join(own, "ckpt"))
     if own:
         shutil.rmtree(own)  # its own folder: only the chief's checkpoint is kept
+    log_path = None
+    if chief and job.get("log"):  # one writer for the run's log too: the chief, next to the checkpoint in gs://
+        log_path = job["log"]
+        tmp = f"{log_path}.partial-{os.getpid()}"
+        with tf.io.gfile.GFile(tmp, "w") as f:
+            f.write(json.dumps({"losses": losses, "global_rows_per_step": global_rows, "hosts": len(contexts) and
+                                contexts[0]["num_input_pipelines"], "replicas": strategy.num_replicas_in_sync}))
+        tf.io.gfile.rename(tmp, log_path, overwrite=True)  # whole or absent (on GCS: a copy, then a delete)
     report = {"task": task, "chief": chief, "pid": os.getpid(), "strategy": type(strategy).__name__,
               "input_contexts": contexts, "replicas_in_sync": strategy.num_replicas_in_sync,
               "local_replicas": len(strategy.extended.worker_devices), "rows_per_step": rows_per_step,
               "global_rows_per_step": global_rows, "losses": losses, "sources": sources,
-              "weights_sha256": weights_digest(model.variables), "checkpoint": saved if chief else None,
+              "weights_sha256": weights_digest(model.variables), "checkpoint": saved if chief else None, "log": log_path,
               "discarded_checkpoint": None if chief else saved}
     if report_dir:
         _write_json_atomic(os.path.join(report_dir, f"host-{task}.json"), report)
