@@ -12,8 +12,8 @@ What the script does (the same code on a Cloud TPU slice and in notebook 08's re
   once per input pipeline (one per host) with an ``InputContext``, and each pipeline reads only its own TFRecord
   shards (`shards_for_pipeline`, notebook 08's first exercise) with the per-replica batch
   ``InputContext.get_per_replica_batch_size(global_batch)``. Each record keeps the name of its shard (a
-  ``source`` feature), so the host can say which shards it trained on: evidence from the batches the replicas
-  received, not from the plan;
+  ``source`` feature, off a TPU), so the host can say which shards it trained on: evidence from the batches the
+  replicas received, not from the plan;
 * **the training**: notebook 04's model (``TFAutoModelForMaskedLM.from_config``) and masking
   (`tpu_helpers.mlm.pipeline.mask_tokens`), in a custom loop: the loss of each replica's examples divided by the
   *global* batch (``tf.nn.compute_average_loss``), gradients summed across every replica of every host by the
@@ -90,8 +90,9 @@ def make_strategy(tpu: str | None, timeout_s: float):
     return tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
 
 
-def make_dataset_fn(job: dict[str, Any], shard_files: list[str]):
-    """``dataset_fn(input_context)`` for ``distribute_datasets_from_function``: this pipeline's shards only."""
+def make_dataset_fn(job: dict[str, Any], shard_files: list[str], *, with_source: bool = True):
+    """``dataset_fn(input_context)`` for ``distribute_datasets_from_function``: this pipeline's shards only. With
+    `with_source` each example also carries its shard's name (a string: off a TPU only, TPUs take no strings)."""
     tf = import_tensorflow()
     from tpu_helpers.mlm.pipeline import MaskingSpec, mask_tokens
 
@@ -111,8 +112,10 @@ def make_dataset_fn(job: dict[str, Any], shard_files: list[str]):
         def parse(source, serialized):
             ids = tf.cast(tf.io.parse_example(serialized, features)["input_ids"], tf.int32)
             masked, labels = mask_tokens(ids, spec)
-            return {"input_ids": masked, "attention_mask": tf.ones_like(masked), "labels": labels,
-                    "source": source}
+            batch = {"input_ids": masked, "attention_mask": tf.ones_like(masked), "labels": labels}
+            if with_source:
+                batch["source"] = source
+            return batch
 
         return records.batch(per_replica, drop_remainder=True).map(parse).prefetch(2)
 
@@ -128,6 +131,7 @@ def train(job: dict[str, Any], strategy, *, steps: int, report_dir: str | None, 
     resolver = strategy.cluster_resolver
     task = int(resolver.task_id or 0) if resolver is not None and resolver.task_type else 0
     chief = task == 0
+    with_source = not isinstance(strategy, tf.distribute.TPUStrategy)  # TPUs take no string tensors
     shard_files = sorted(tf.io.gfile.glob(f"{job['shards']}/*.tfrecord"))
     if not shard_files:
         raise SystemExit(f"no .tfrecord shards in {job['shards']}: write them first (notebook 08, section 3)")
@@ -137,7 +141,7 @@ def train(job: dict[str, Any], strategy, *, steps: int, report_dir: str | None, 
         contexts.append({"input_pipeline_id": ctx.input_pipeline_id, "num_input_pipelines": ctx.num_input_pipelines,
                          "num_replicas_in_sync": ctx.num_replicas_in_sync,
                          "per_replica_batch": ctx.get_per_replica_batch_size(int(job["global_batch"]))})
-        return make_dataset_fn(job, shard_files)(ctx)
+        return make_dataset_fn(job, shard_files, with_source=with_source)(ctx)
 
     dist = strategy.distribute_datasets_from_function(dataset_fn)
     config = RobertaConfig.from_dict(job["model_config"])
@@ -159,7 +163,7 @@ def train(job: dict[str, Any], strategy, *, steps: int, report_dir: str | None, 
             loss = tf.nn.compute_average_loss(per_example, global_batch_size=global_batch)
         grads = tape.gradient(loss, model.trainable_variables)
         optimizer.apply_gradients(zip(grads, model.trainable_variables))
-        return loss, batch["source"], tf.shape(labels)[0]
+        return loss, batch.get("source", tf.constant([b""])), tf.shape(labels)[0]
 
     @tf.function
     def train_step(iterator):
@@ -175,7 +179,8 @@ def train(job: dict[str, Any], strategy, *, steps: int, report_dir: str | None, 
         for s in strategy.experimental_local_results(srcs):
             for name in s.numpy().tolist():
                 key = name.decode().rsplit("/", 1)[-1]
-                sources[key] = sources.get(key, 0) + 1
+                if key:  # (a TPU run carries no names)
+                    sources[key] = sources.get(key, 0) + 1
         rows_per_step.append(local_rows)
         global_rows.append(int(total))
         losses.append(float(loss))
