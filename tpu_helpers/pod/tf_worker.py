@@ -58,11 +58,12 @@ def load_job(path: str) -> dict[str, Any]:
 
 
 def weights_digest(variables: Sequence[Any]) -> str:
-    """SHA-256 of every variable's name, shape and bytes, in order: equal digests, equal weights."""
+    """SHA-256 of every variable's name, shape and bytes, in order: equal digests, equal weights. The name without its
+    first part: Keras numbers a second model's top scope (``tf_roberta_for_masked_lm_1/...``) in one process."""
     h = hashlib.sha256()
     for v in variables:
         value = v.numpy()
-        h.update(f"{v.name}:{value.shape}:{value.dtype}".encode())
+        h.update(f"{v.name.split('/', 1)[-1]}:{value.shape}:{value.dtype}".encode())
         h.update(value.tobytes())
     return h.hexdigest()
 

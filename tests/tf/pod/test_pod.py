@@ -206,3 +206,29 @@ def test_tf_worker_without_a_cluster_says_what_is_missing(tmp_path, monkeypatch)
     monkeypatch.delenv("TF_CONFIG", raising=False)
     with pytest.raises(SystemExit, match="no TF_CONFIG"):
         tf_worker.main(["--job", str(job)])
+
+
+def test_tf_worker_trains_saves_once_and_restores_in_one_process(tmp_path, tf):
+    """The script's training on one local replica (the rehearsal runs it on two hosts): its evidence, one checkpoint
+    and its log by the chief, and a restore into a model with other initial weights."""
+    import numpy as np
+
+    from tpu_helpers.mlm.shards import write_shards
+    from tpu_helpers.pod import tf_worker
+
+    blocks = np.random.default_rng(0).integers(5, 60, size=(4 * 8, 16)).astype(np.int32)
+    write_shards(blocks, str(tmp_path / "shards"), records_per_shard=8, progress=False)
+    config = {"vocab_size": 60, "hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2,
+              "intermediate_size": 32, "max_position_embeddings": 20, "pad_token_id": 1, "bos_token_id": 0,
+              "eos_token_id": 2, "type_vocab_size": 1}
+    job = {"shards": str(tmp_path / "shards"), "checkpoint_dir": str(tmp_path / "ckpt"), "log": str(tmp_path / "log.json"),
+           "block_size": 16, "global_batch": 4, "steps": 3, "learning_rate": 1e-3, "seed": 0, "model_config": config,
+           "masking": {"mask_token_id": 4, "vocab_size": 60, "special_ids": [0, 1, 2, 3, 4], "pad_token_id": 1}}
+    report = tf_worker.train(job, tf.distribute.MirroredStrategy(["/cpu:0"]), steps=3, report_dir=str(tmp_path))
+    assert report["chief"] and report["input_contexts"][0]["num_input_pipelines"] == 1
+    assert report["global_rows_per_step"] == [4, 4, 4] and sum(report["sources"].values()) == 12
+    assert set(report["sources"]) <= {f"train-{i:05d}-8.tfrecord" for i in range(4)}
+    assert json.loads((tmp_path / "log.json").read_text())["losses"] == report["losses"]
+    assert len(list((tmp_path / "ckpt").glob("*.index"))) == 1
+    assert tf_worker.restore_digest(job, report["checkpoint"]) == report["weights_sha256"]
+    assert json.loads((tmp_path / "host-0.json").read_text())["weights_sha256"] == report["weights_sha256"]
