@@ -1,13 +1,16 @@
 """Notebook 08's PyTorch training script: notebook 05's training function, launched on every host of a slice.
 
     # on every worker of a slice (a TPU VM host: torch_xla.launch starts one process per chip):
-    python -m tpu_helpers.pod_torch.worker --save gs://BUCKET/pod/model --report /tmp/pod-report
+    python -m tpu_helpers.pod_torch.worker --tokenizer tokenizer --save model   # notebook 05's launch cell inside
     # notebook 08's rehearsal, two local hosts (one per command; gloo on the CPU):
     torchrun --nnodes 2 --node-rank 0|1 --nproc-per-node 1 --master-addr 127.0.0.1 --master-port P \\
         --module tpu_helpers.pod_torch.worker --save DIR --report DIR
 
-It runs `tpu_helpers.banking77.lesson_cells.training_function`, the very function notebook 05 shows (its cell
-tagged ``training-function``, generated into the package), unchanged. What makes it multi-host is outside it:
+Every process runs `train_and_save`: `tpu_helpers.banking77.lesson_cells.training_function`, the very function
+notebook 05 shows (its cell tagged ``training-function``, generated into the package), unchanged, then the save. On a
+TPU VM worker the processes are started by notebook 05's own launch cell (``launch_training``: ``torch_xla.launch``,
+one process per chip; not run by the CPU rehearsal); under ``torchrun`` this process is one of them. What makes it
+multi-host is outside the function:
 
 * every process builds the same data and model from the same seed (as every replica does on one host) and loads
   the same tokenizer, trained once before the launch (``--prepare DIR``, then ``--tokenizer DIR`` on every host);
@@ -95,6 +98,43 @@ def restore(folder: str) -> dict:
     return {"weights_digest": weights_digest(model), "parameters": sum(p.numel() for p in model.parameters())}
 
 
+def train_and_save(model, train_ds, eval_ds, config, tokenizer, save: str | None, report: str | None) -> None:
+    """What every process runs: notebook 05's `training_function`, unchanged, then the model saved by the main process
+    of the whole job only (into a temporary folder, then renamed), then this process's evidence."""
+    import torch.distributed as dist
+    from accelerate import PartialState
+
+    from tpu_helpers.banking77.lesson_cells import training_function
+    from tpu_helpers.banking77.replicas import weights_digest
+
+    training_function(model, train_ds, eval_ds, config, tokenizer)
+    state = PartialState()
+    saved = None
+    if state.is_main_process and save:  # one process of one host writes the model
+        tmp = f"{save.rstrip('/')}.partial-{os.getpid()}"
+        model.to("cpu").save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        os.replace(tmp, save)
+        saved = save
+    state.wait_for_everyone()
+    if report:
+        _write_json_atomic(os.path.join(report, f"rank-{state.process_index}.json"), {
+            "rank": state.process_index, "world_size": state.num_processes,
+            "node_rank": int(os.environ.get("GROUP_RANK", 0)), "local_rank": state.local_process_index,
+            "local_world_size": int(os.environ.get("LOCAL_WORLD_SIZE", 1)), "pid": os.getpid(),
+            "is_main_process": state.is_main_process, "saved": saved, "weights_digest": weights_digest(model),
+            "distributed_type": str(state.distributed_type.value),
+            "backend": dist.get_backend() if dist.is_initialized() else None})
+
+
+def _lost_host(error: BaseException) -> int:
+    lines = [ln.strip() for ln in str(error).splitlines() if ln.strip()]
+    print(f"LOST HOST: process {os.environ.get('RANK', '?')} (host {os.environ.get('GROUP_RANK', '?')}): a collective "
+          f"failed, another host stopped answering ({type(error).__name__}: {lines[0][:300] if lines else ''}). Every "
+          "host must run to the end; restart the whole job from its last checkpoint.", file=sys.stderr, flush=True)
+    return LOST_HOST_EXIT
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tpu_helpers.pod_torch.worker", description=__doc__.split("\n")[0])
     parser.add_argument("--save", help="where the main process saves the final model (a folder)")
@@ -108,7 +148,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--prepare", help="train the tokenizer once, save it to this folder, and exit")
     parser.add_argument("--restore", help="load the model saved in this folder, print its digest, and exit")
     args = parser.parse_args(argv)
-    _prepare()
+    from tpu_helpers.core.runtime import detect_runtime
+
+    on_tpu = detect_runtime().is_tpu
+    if not on_tpu:
+        _prepare()  # the CPU path: USE_TORCH_XLA=0, gloo, one thread
     if args.restore:
         print(json.dumps(restore(args.restore)))
         return 0
@@ -118,48 +162,33 @@ def main(argv: Sequence[str] | None = None) -> int:
     from datetime import timedelta
 
     import torch.distributed as dist
-    from accelerate import PartialState
 
     from tpu_helpers.banking77.config import TrainConfig
-    from tpu_helpers.banking77.lesson_cells import training_function
-    from tpu_helpers.banking77.replicas import weights_digest
     from tpu_helpers.shared.boundaries import choose_boundaries
 
     max_length = 32
-    if "WORLD_SIZE" in os.environ and not dist.is_initialized():  # the process group, with a timeout on collectives
-        dist.init_process_group("gloo", timeout=timedelta(seconds=args.timeout))
     data, tokenizer, encoded, model = build(args.seed, args.per_label, max_length, args.tokenizer)
     bounds = choose_boundaries([len(x) for x in encoded["train"]["input_ids"]], max_length)
     config = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, eval_batch_size=2 * args.batch_size,
                          learning_rate=2e-3, progress=True, padding="buckets", boundaries=bounds,
                          max_length=max_length, replica_timeout_s=args.timeout, seed=args.seed,
+                         mixed_precision="bf16" if on_tpu else "no",
                          report_path=os.path.join(args.report, "report.json") if args.report else None)
-    rank = dist.get_rank() if dist.is_initialized() else 0
+    fn_args = (model, encoded["train"], encoded["test"], config, tokenizer, args.save, args.report)
     try:
-        training_function(model, encoded["train"], encoded["test"], config, tokenizer)
-        state = PartialState()
-        saved = None
-        if state.is_main_process and args.save:  # one process of one host writes the model
-            tmp = f"{args.save.rstrip('/')}.partial-{os.getpid()}"
-            model.save_pretrained(tmp)
-            tokenizer.save_pretrained(tmp)
-            os.replace(tmp, args.save)
-            saved = args.save
-        state.wait_for_everyone()
+        if on_tpu:  # a TPU VM worker: notebook 05's own launch cell, torch_xla.launch: a process per chip
+            from tpu_helpers.banking77 import launch
+            from tpu_helpers.banking77.lesson_cells import launch_training
+
+            plan = launch.plan_launch()
+            launch.prepare_environment(plan)
+            launch_training(train_and_save, fn_args, plan)
+        else:  # this process is one of torchrun's: the process group with a timeout on its collectives, then train
+            if "WORLD_SIZE" in os.environ and not dist.is_initialized():
+                dist.init_process_group("gloo", timeout=timedelta(seconds=args.timeout))
+            train_and_save(*fn_args)
     except RuntimeError as error:  # gloo: "Connection closed by peer", a timeout, a rank that never came
-        lines = [ln.strip() for ln in str(error).splitlines() if ln.strip()]
-        print(f"LOST HOST: process {rank} (host {os.environ.get('GROUP_RANK', '?')}): a collective failed, another "
-              f"host stopped answering ({type(error).__name__}: {lines[0][:300] if lines else ''}). Every host must "
-              "run to the end; restart the whole job from its last checkpoint.", file=sys.stderr, flush=True)
-        return LOST_HOST_EXIT
-    if args.report:
-        _write_json_atomic(os.path.join(args.report, f"rank-{rank}.json"), {
-            "rank": rank, "world_size": dist.get_world_size() if dist.is_initialized() else 1,
-            "node_rank": int(os.environ.get("GROUP_RANK", 0)), "local_rank": int(os.environ.get("LOCAL_RANK", 0)),
-            "local_world_size": int(os.environ.get("LOCAL_WORLD_SIZE", 1)), "pid": os.getpid(),
-            "is_main_process": PartialState().is_main_process, "saved": saved,
-            "weights_digest": weights_digest(model), "distributed_type": str(PartialState().distributed_type.value),
-            "backend": dist.get_backend() if dist.is_initialized() else None})
+        return _lost_host(error)
     if dist.is_initialized():
         dist.destroy_process_group()
     return 0
