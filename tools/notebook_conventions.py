@@ -103,9 +103,25 @@ def with_recipe(text: str, pattern: re.Pattern, repo: str = GITHUB_REPO) -> str:
     return pattern.sub(lambda m: m.group(1) + tpu_vm_recipe(repo) + m.group(2), text, count=1)
 
 
-def badge_source(name: str, repo: str = GITHUB_REPO) -> str:
-    return (f"[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]({colab_url(name, repo)}) "
-            f"[![Open In Kaggle](https://kaggle.com/static/images/open-in-kaggle.svg)]({kaggle_url(name, repo)})")
+# Where a notebook is meant to run, when that is not a hosted runtime (``metadata.tpu_course.target``): said on its
+# badge row and in colab_links.md, next to the badges (which still open it, to read it and run its CPU rehearsal).
+TARGETS = {
+    "tpu-vm-slice": "**For a Cloud TPU VM slice, not Colab or Kaggle:** a hosted runtime is one TPU host. Open it "
+                    "there to read it and to run its CPU rehearsal; section 2 gives the commands for a slice.",
+}
+
+
+def notebook_target(nb: nbformat.NotebookNode) -> str | None:
+    target = nb.metadata.get("tpu_course", {}).get("target")
+    if target is not None and target not in TARGETS:
+        raise ValueError(f"metadata.tpu_course.target must be one of {sorted(TARGETS)} (or absent), not {target!r}")
+    return target
+
+
+def badge_source(name: str, repo: str = GITHUB_REPO, target: str | None = None) -> str:
+    badges = (f"[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]({colab_url(name, repo)}) "
+              f"[![Open In Kaggle](https://kaggle.com/static/images/open-in-kaggle.svg)]({kaggle_url(name, repo)})")
+    return badges + (f"\n\n{TARGETS[target]}" if target else "")
 
 
 def install_source(framework: str, repo: str = GITHUB_REPO, requirements: Path = ROOT / "requirements.txt") -> str:
@@ -185,7 +201,7 @@ def regenerate(path: Path, repo: str = GITHUB_REPO) -> nbformat.NotebookNode:
     framework = nb.metadata.get("tpu_course", {}).get("framework")
     if framework not in FRAMEWORKS:
         raise ValueError(f"{path.name}: metadata.tpu_course.framework must be one of {FRAMEWORKS}")
-    badge = nbformat.v4.new_markdown_cell(badge_source(path.name, repo))
+    badge = nbformat.v4.new_markdown_cell(badge_source(path.name, repo, notebook_target(nb)))
     install = nbformat.v4.new_code_cell(install_source(framework, repo))
     install.metadata["tags"] = ["install", "nbval-skip"]
     cells = list(nb.cells)
@@ -215,7 +231,9 @@ def links_markdown(paths: list[Path], repo: str = GITHUB_REPO) -> str:
     for p in paths:
         nb = nbformat.read(p, as_version=4)
         fw = nb.metadata.get("tpu_course", {}).get("framework", "?")
-        lines.append(f"| `{p.name}` | {'TensorFlow' if fw == 'tf' else 'PyTorch/XLA'} | "
+        where = " (for a Cloud TPU VM slice, not Colab/Kaggle: they run its CPU rehearsal only)" \
+            if notebook_target(nb) == "tpu-vm-slice" else ""
+        lines.append(f"| `{p.name}`{where} | {'TensorFlow' if fw == 'tf' else 'PyTorch/XLA'} | "
                      f"[open]({colab_url(p.name, repo)}) | [open]({kaggle_url(p.name, repo)}) |")
     return "\n".join(lines) + "\n"
 
@@ -236,7 +254,12 @@ def problems(path: Path, repo: str = GITHUB_REPO) -> list[str]:
     if framework in FRAMEWORKS and meta.get("kernelspec") != KERNELSPECS[framework]:
         out.append(f"kernelspec must be {KERNELSPECS[framework]['name']} (run ./course links)")
     cells = nb.cells
-    if not cells or cells[0].cell_type != "markdown" or cells[0].source != badge_source(path.name, repo):
+    try:
+        target = notebook_target(nb)
+    except ValueError as error:
+        out.append(str(error))
+        target = None
+    if not cells or cells[0].cell_type != "markdown" or cells[0].source != badge_source(path.name, repo, target):
         out.append("cell 0 must be the generated Colab/Kaggle badge cell (run ./course links)")
     if framework in FRAMEWORKS:
         if len(cells) < 2 or cells[1].source != install_source(framework, repo) or \

@@ -1,0 +1,213 @@
+"""Several local "hosts" on one machine: notebook 08's rehearsal of a multi-host TPU slice (framework-free).
+
+A slice runs the same program once per host; here each host is a process group on 127.0.0.1 started by
+`run_hosts`, with its own log file, a wall-clock limit on the whole run (every group is killed when it is reached:
+never a hang), and optionally one host killed (``SIGKILL`` to its whole group) as soon as its log shows a given
+line, to rehearse losing a host mid-run. What each host needs to find the others:
+
+* TensorFlow's ``MultiWorkerMirroredStrategy``: ``TF_CONFIG`` (`tf_config`: every worker's ``host:port`` and this
+  worker's index);
+* PyTorch: ``torchrun --nnodes N --node-rank R --master-addr 127.0.0.1 --master-port P`` (`torchrun_command`),
+  one launcher per host, as on every worker of a slice.
+
+Nothing here listens on anything but loopback, and nothing is deleted that a run did not write.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping, Sequence
+
+__all__ = ["HostsError", "HostRun", "KillPlan", "free_ports", "tf_config", "torchrun_command", "child_environment",
+           "run_hosts"]
+
+# what a parent process (a pytest process of tests/common, a notebook kernel) may have set that the hosts must
+# decide for themselves
+_CLEARED = ("USE_TF", "USE_TORCH", "USE_TORCH_XLA", "TF_CONFIG", "RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR",
+            "MASTER_PORT", "PJRT_DEVICE", "CPU_NUM_DEVICES", "XLA_FLAGS", "ACCELERATE_USE_CPU")
+
+
+class HostsError(RuntimeError):
+    """The local hosts did not finish as asked (a limit reached, a host that failed); the message shows their logs."""
+
+
+@dataclass
+class KillPlan:
+    """Kill host `host`'s process group once a line of host `watch`'s log (its own by default) matches `after` (a
+    regular expression)."""
+
+    host: int
+    after: str
+    watch: int | None = None
+
+
+@dataclass
+class HostRun:
+    """One host's process: its exit status, how long it ran, its log, and whether the run killed it."""
+
+    name: str
+    command: list[str]
+    log: Path
+    returncode: int | None = None
+    seconds: float = 0.0
+    killed: bool = False
+    seconds_after_kill: float | None = None  # how long this host ran on after another host was killed
+    extra: dict = field(default_factory=dict)
+
+    def output(self) -> str:
+        return self.log.read_text(encoding="utf-8", errors="replace") if self.log.exists() else ""
+
+    def tail(self, lines: int = 12) -> str:
+        return "\n".join(self.output().rstrip().splitlines()[-lines:])
+
+    def __str__(self) -> str:
+        state = "killed" if self.killed else f"exit {self.returncode}"
+        return f"{self.name}: {state} after {self.seconds:.1f} s"
+
+
+def free_ports(count: int) -> list[int]:
+    """`count` distinct TCP ports free on 127.0.0.1 right now (held together while chosen, so never the same)."""
+    socks = []
+    try:
+        for _ in range(count):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.bind(("127.0.0.1", 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def tf_config(ports: Sequence[int], index: int) -> str:
+    """``TF_CONFIG`` for worker `index` of a cluster of workers on 127.0.0.1 (worker 0 is the chief)."""
+    if not 0 <= index < len(ports):
+        raise ValueError(f"worker {index} of {len(ports)}: the index must be in 0..{len(ports) - 1}")
+    return json.dumps({"cluster": {"worker": [f"127.0.0.1:{p}" for p in ports]},
+                       "task": {"type": "worker", "index": index}})
+
+
+def torchrun_command(node_rank: int, nnodes: int, port: int, module: str, args: Sequence[str] = (), *,
+                     nproc_per_node: int = 1, python: str = sys.executable) -> list[str]:
+    """The ``torchrun`` command one host runs: static rendezvous at 127.0.0.1:`port`, `nproc_per_node` processes
+    here (a TPU host: one per chip; the CPU rehearsal: one), then ``python -m module args``."""
+    return [python, "-m", "torch.distributed.run", f"--nnodes={nnodes}", f"--node-rank={node_rank}",
+            f"--nproc-per-node={nproc_per_node}", "--master-addr=127.0.0.1", f"--master-port={port}",
+            "--max-restarts=0", "--module", module, *args]
+
+
+def child_environment(extra: Mapping[str, str] | None = None, *, environ: Mapping[str, str] | None = None
+                      ) -> dict[str, str]:
+    """The environment of a host: this process's, without what would decide for the host (``USE_TF``, a parent's
+    ``TF_CONFIG`` or ``RANK``...), with unbuffered output and one OpenMP thread, then `extra`."""
+    env = {k: v for k, v in (os.environ if environ is None else environ).items() if k not in _CLEARED}
+    env.update(PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1", TF_CPP_MIN_LOG_LEVEL="2")
+    env.update(extra or {})
+    return env
+
+
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is `pid` (Linux ``/proc``; elsewhere none are found)."""
+    found = []
+    for entry in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = entry.read_text().rsplit(")", 1)[1].split()
+        except OSError:  # the process ended meanwhile
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(entry.parent.name))
+    return found
+
+
+def _descendants(pid: int) -> list[int]:
+    out, todo = [], [pid]
+    while todo:
+        kids = _children(todo.pop())
+        out += kids
+        todo += kids
+    return out
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    """SIGKILL a host: its process group and every process it started, even those in sessions of their own
+    (``torchrun`` starts its workers in new sessions: killing the launcher's group alone leaves them running)."""
+    pids = _descendants(proc.pid)
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def run_hosts(commands: Sequence[Sequence[str]], envs: Sequence[Mapping[str, str]], *, log_dir: str | os.PathLike,
+              timeout_s: float, kill: KillPlan | None = None, after_kill_s: float = 90.0, names: Sequence[str] = (),
+              poll_s: float = 0.2) -> list[HostRun]:
+    """Start one process group per host, wait for all of them, return what each did.
+
+    Every host that is still running when `timeout_s` is reached is killed and `HostsError` raised with the end of
+    every log (a run never hangs). With `kill`, that host's group is killed as soon as its log matches
+    ``kill.after``; the others then have `after_kill_s` to stop by themselves (a survivor still running then is
+    killed and reported as ``returncode None``: the run proves it hung). When a host fails by itself, the others
+    get `after_kill_s` too: on a real slice they would wait for it in their next all-reduce.
+    """
+    if len(commands) != len(envs):
+        raise ValueError("one environment per command")
+    log_dir = Path(log_dir)
+    log_dir.mkdir(parents=True, exist_ok=True)
+    names = list(names) or [f"host {i}" for i in range(len(commands))]
+    runs = [HostRun(names[i], list(cmd), log_dir / f"host-{i}.log") for i, cmd in enumerate(commands)]
+    procs: list[subprocess.Popen] = []
+    start = time.monotonic()
+    ended_at: float | None = None  # when a host was killed, or first failed by itself
+    pattern = re.compile(kill.after) if kill else None
+    try:
+        for run, env in zip(runs, envs):
+            with open(run.log, "wb") as log:
+                procs.append(subprocess.Popen(run.command, env=dict(env), stdout=log, stderr=subprocess.STDOUT,
+                                              stdin=subprocess.DEVNULL, start_new_session=True))
+        while True:
+            now = time.monotonic()
+            for run, proc in zip(runs, procs):
+                if run.returncode is None and not run.killed and proc.poll() is not None:
+                    run.returncode, run.seconds = proc.returncode, now - start
+                    if ended_at is not None:
+                        run.seconds_after_kill = now - ended_at
+                    elif proc.returncode != 0:
+                        ended_at = now
+            if kill and ended_at is None and not runs[kill.host].killed and runs[kill.host].returncode is None \
+                    and pattern.search(runs[kill.host if kill.watch is None else kill.watch].output()):
+                _kill_group(procs[kill.host])
+                procs[kill.host].wait(timeout=30)
+                runs[kill.host].killed, runs[kill.host].seconds = True, now - start
+                ended_at = now
+            running = [i for i, r in enumerate(runs) if r.returncode is None and not r.killed]
+            if not running:
+                return runs
+            if now - start > timeout_s:
+                raise HostsError(f"the hosts did not finish within {timeout_s:.0f} s (still running: "
+                                 f"{', '.join(runs[i].name for i in running)}); every host was killed.\n"
+                                 + "\n".join(f"--- {r.name}, last lines:\n{r.tail()}" for r in runs))
+            if ended_at is not None and now - ended_at > after_kill_s:
+                for i in running:  # a survivor that would wait forever: stopped, and reported as such
+                    _kill_group(procs[i])
+                    runs[i].seconds, runs[i].seconds_after_kill = now - start, now - ended_at
+                    runs[i].extra["hung"] = True
+                return runs
+            time.sleep(poll_s)
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                _kill_group(proc)
+                proc.wait(timeout=30)

@@ -1,0 +1,29 @@
+"""Reference answers for notebook 08's exercises (from one TPU host to a pod slice). Try first, then read."""
+from __future__ import annotations
+
+
+def shards_for_host(shards, host, hosts):
+    """Every `hosts`-th shard of the *sorted* list, starting at this host's index: each host lists the bucket itself
+    and the listing order is not promised, so sorting first is what makes the hosts agree. Shares are disjoint,
+    cover every shard and differ by at most one; a host with nothing to read is a clear error, never a wait."""
+    if not 0 <= host < hosts:
+        raise ValueError(f"host {host} of {hosts}: the index must be in 0..{hosts - 1}")
+    if len(shards) < hosts:
+        raise ValueError(f"{len(shards)} shards for {hosts} hosts: every host needs at least one shard")
+    return sorted(shards)[host::hosts]
+
+
+def slice_layout(accelerator_type):
+    """``(chips, workers, replicas)``: the name counts TensorCores on v3/v4 (2 per chip) and chips on v5e
+    (``v5litepod``); a slice larger than one TPU VM (4 chips on v3/v4, 8 on v5e) is made of 4-chip workers; a v3
+    chip is 2 replicas, a v4 chip 1 (megacore), a v5e chip 1."""
+    generation, _, number = accelerator_type.lower().partition("-")
+    rules = {"v3": (2, 2, 4), "v4": (2, 1, 4), "v5litepod": (1, 1, 8), "v5e": (1, 1, 8)}
+    if generation not in rules or not number.isdigit():
+        raise ValueError(f"{accelerator_type!r}: expected v3-N, v4-N or v5litepod-N")
+    cores_per_chip, replicas_per_chip, single_host_max = rules[generation]
+    if int(number) % cores_per_chip:
+        raise ValueError(f"{accelerator_type}: {number} TensorCores is not a whole number of chips")
+    chips = int(number) // cores_per_chip
+    workers = 1 if chips <= single_host_max else chips // 4
+    return chips, workers, chips * replicas_per_chip

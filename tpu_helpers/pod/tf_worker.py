@@ -1,0 +1,261 @@
+"""Notebook 08's TensorFlow training script: notebook 04's masked LM, trained on several hosts.
+
+    python -m tpu_helpers.pod.tf_worker --job gs://BUCKET/pod/job.json [--tpu NAME] [--report FOLDER]
+
+What the script does (the same code on a Cloud TPU slice and in notebook 08's rehearsal with two local hosts):
+
+* **the strategy**: ``--tpu NAME`` connects to a TPU slice with ``TPUClusterResolver(tpu=NAME)`` (the resolver
+  asks the Cloud TPU API for every host of the slice: one TensorFlow client drives all of them, each host's CPU
+  runs its own input pipeline); without it, ``MultiWorkerMirroredStrategy`` reads ``TF_CONFIG`` (one process per
+  host, collectives over gRPC: the rehearsal's two local hosts);
+* **per-host input**: ``strategy.distribute_datasets_from_function(dataset_fn)``; TensorFlow calls ``dataset_fn``
+  once per input pipeline (one per host) with an ``InputContext``, and each pipeline reads only its own TFRecord
+  shards (`shards_for_pipeline`, notebook 08's first exercise) with the per-replica batch
+  ``InputContext.get_per_replica_batch_size(global_batch)``. Each record keeps the name of its shard (a
+  ``source`` feature, off a TPU), so the host can say which shards it trained on: evidence from the batches the
+  replicas received, not from the plan;
+* **the training**: notebook 04's model (``TFAutoModelForMaskedLM.from_config``) and masking
+  (`tpu_helpers.mlm.pipeline.mask_tokens`), in a custom loop: the loss of each replica's examples divided by the
+  *global* batch (``tf.nn.compute_average_loss``), gradients summed across every replica of every host by the
+  optimizer. Every host takes the same number of steps (``repeat()`` and a fixed count): a host that stops early
+  leaves the others waiting in an all-reduce;
+* **one writer**: the chief alone writes the run's log (``job["log"]``, in ``gs://``) and the checkpoint. For the
+  checkpoint every worker calls ``Checkpoint.write`` (under ``MultiWorkerMirroredStrategy`` saving may run
+  collectives), the chief into ``gs://``, the others into a folder of their own that they delete at once
+  (TensorFlow's multi-worker tutorial: https://www.tensorflow.org/tutorials/distribute/multi_worker_with_ctl);
+* **a lost host**: collectives have a timeout (``CommunicationOptions(timeout_seconds=...)``); when a peer stops
+  answering, this script stops with `LOST_HOST_EXIT` and a message that says so, instead of hanging.
+
+``--report FOLDER`` writes this host's evidence (``host-<task>.json``: what TensorFlow reported for the input
+context, the rows of every step, the shards its batches came from, a digest of its weights, where it saved), which
+notebook 08 compares across hosts.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from typing import Any, Sequence
+
+from tpu_helpers.core.frameworks import import_tensorflow, use_framework
+from tpu_helpers.pod.sharding import shards_for_pipeline
+
+__all__ = ["LOST_HOST_EXIT", "main", "weights_digest", "load_job"]
+
+LOST_HOST_EXIT = 3  # the exit status of a host whose partner stopped answering
+
+
+def load_job(path: str) -> dict[str, Any]:
+    """The job description notebook 08 writes next to the data (``job.json``, local or ``gs://``)."""
+    tf = import_tensorflow()
+    with tf.io.gfile.GFile(path, "r") as f:
+        return json.loads(f.read())
+
+
+def weights_digest(variables: Sequence[Any]) -> str:
+    """SHA-256 of every variable's name, shape and bytes, in order: equal digests, equal weights. The name without its
+    first part: Keras numbers a second model's top scope (``tf_roberta_for_masked_lm_1/...``) in one process."""
+    h = hashlib.sha256()
+    for v in variables:
+        value = v.numpy()
+        h.update(f"{v.name.split('/', 1)[-1]}:{value.shape}:{value.dtype}".encode())
+        h.update(value.tobytes())
+    return h.hexdigest()
+
+
+def _write_json_atomic(path: str, payload: dict[str, Any]) -> None:
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(payload, f, indent=1, sort_keys=True)
+    os.replace(tmp, path)
+
+
+def make_strategy(tpu: str | None, timeout_s: float):
+    """``TPUStrategy`` for a slice named `tpu`, else ``MultiWorkerMirroredStrategy`` from ``TF_CONFIG``."""
+    tf = import_tensorflow()
+    if tpu:
+        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu)  # every host of the slice
+        tf.config.experimental_connect_to_cluster(resolver)
+        tf.tpu.experimental.initialize_tpu_system(resolver)
+        return tf.distribute.TPUStrategy(resolver)
+    if not os.environ.get("TF_CONFIG"):
+        raise SystemExit("no TF_CONFIG: MultiWorkerMirroredStrategy needs the cluster (every worker's host:port) and "
+                         "this worker's index; notebook 08's launcher sets it (or pass --tpu NAME on a TPU slice)")
+    options = tf.distribute.experimental.CommunicationOptions(
+        implementation=tf.distribute.experimental.CommunicationImplementation.RING, timeout_seconds=timeout_s)
+    return tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
+
+
+def make_dataset_fn(job: dict[str, Any], shard_files: list[str], *, with_source: bool = True):
+    """``dataset_fn(input_context)`` for ``distribute_datasets_from_function``: this pipeline's shards only. With
+    `with_source` each example also carries its shard's name (a string: off a TPU only, TPUs take no strings)."""
+    tf = import_tensorflow()
+    from tpu_helpers.mlm.pipeline import MaskingSpec, mask_tokens
+
+    spec = MaskingSpec(**job["masking"])
+    block = int(job["block_size"])
+    features = {"input_ids": tf.io.FixedLenFeature([block], tf.int64)}
+
+    def dataset_fn(ctx):
+        mine = shards_for_pipeline(shard_files, ctx.input_pipeline_id, ctx.num_input_pipelines)
+        per_replica = ctx.get_per_replica_batch_size(int(job["global_batch"]))
+        files = tf.data.Dataset.from_tensor_slices(mine)
+        records = files.interleave(  # every shard of this host feeds every batch: all of them are read early
+            lambda f: tf.data.TFRecordDataset(f).map(lambda r: (f, r)), cycle_length=len(mine), block_length=1,
+            deterministic=True)
+        records = records.shuffle(256, seed=int(job["seed"]) + ctx.input_pipeline_id).repeat()
+
+        def parse(source, serialized):
+            ids = tf.cast(tf.io.parse_example(serialized, features)["input_ids"], tf.int32)
+            masked, labels = mask_tokens(ids, spec)
+            batch = {"input_ids": masked, "attention_mask": tf.ones_like(masked), "labels": labels}
+            if with_source:
+                batch["source"] = source
+            return batch
+
+        return records.batch(per_replica, drop_remainder=True).map(parse).prefetch(2)
+
+    return dataset_fn
+
+
+def train(job: dict[str, Any], strategy, *, steps: int, report_dir: str | None, sleep_s: float = 0.0) -> dict:
+    """Train `steps` global steps; return this host's evidence (also written to ``report_dir``)."""
+    tf = import_tensorflow()
+    import tf_keras as keras
+    from transformers import RobertaConfig, TFAutoModelForMaskedLM
+
+    resolver = strategy.cluster_resolver
+    task = int(resolver.task_id or 0) if resolver is not None and resolver.task_type else 0
+    chief = task == 0
+    with_source = not isinstance(strategy, tf.distribute.TPUStrategy)  # TPUs take no string tensors
+    shard_files = sorted(tf.io.gfile.glob(f"{job['shards']}/*.tfrecord"))
+    if not shard_files:
+        raise SystemExit(f"no .tfrecord shards in {job['shards']}: write them first (notebook 08, section 3)")
+    contexts: list[dict] = []
+
+    def dataset_fn(ctx):  # what TensorFlow tells each input pipeline, kept as evidence
+        contexts.append({"input_pipeline_id": ctx.input_pipeline_id, "num_input_pipelines": ctx.num_input_pipelines,
+                         "num_replicas_in_sync": ctx.num_replicas_in_sync,
+                         "per_replica_batch": ctx.get_per_replica_batch_size(int(job["global_batch"]))})
+        return make_dataset_fn(job, shard_files, with_source=with_source)(ctx)
+
+    dist = strategy.distribute_datasets_from_function(dataset_fn)
+    config = RobertaConfig.from_dict(job["model_config"])
+    with strategy.scope():
+        keras.utils.set_random_seed(int(job["seed"]))
+        model = TFAutoModelForMaskedLM.from_config(config)
+        model(model.dummy_inputs, training=False)
+        optimizer = keras.optimizers.Adam(float(job["learning_rate"]))
+    global_batch = int(job["global_batch"])
+
+    def step_fn(batch):
+        labels = batch["labels"]
+        with tf.GradientTape() as tape:
+            logits = model({"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]},
+                           training=True).logits
+            weights = tf.cast(tf.not_equal(labels, -100), tf.float32)
+            per_token = keras.losses.sparse_categorical_crossentropy(tf.maximum(labels, 0), logits, from_logits=True)
+            per_example = tf.math.divide_no_nan(tf.reduce_sum(per_token * weights, -1), tf.reduce_sum(weights, -1))
+            loss = tf.nn.compute_average_loss(per_example, global_batch_size=global_batch)
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+        return loss, batch.get("source", tf.constant([b""])), tf.shape(labels)[0]
+
+    @tf.function
+    def train_step(iterator):
+        loss, sources, rows = strategy.run(step_fn, args=(next(iterator),))
+        global_rows = strategy.reduce(tf.distribute.ReduceOp.SUM, rows, axis=None)  # an all-reduce over every host
+        return strategy.reduce(tf.distribute.ReduceOp.SUM, loss, axis=None), sources, rows, global_rows
+
+    iterator = iter(dist)
+    rows_per_step, global_rows, losses, sources = [], [], [], {}
+    for step in range(1, steps + 1):
+        loss, srcs, rows, total = train_step(iterator)
+        local_rows = [int(r) for r in strategy.experimental_local_results(rows)]
+        for s in strategy.experimental_local_results(srcs):
+            for name in s.numpy().tolist():
+                key = name.decode().rsplit("/", 1)[-1]
+                if key:  # (a TPU run carries no names)
+                    sources[key] = sources.get(key, 0) + 1
+        rows_per_step.append(local_rows)
+        global_rows.append(int(total))
+        losses.append(float(loss))
+        print(f"host {task}: step {step}/{steps} loss {float(loss):.4f}, {sum(local_rows)} rows here, "
+              f"{int(total)} in the global batch", flush=True)
+        if sleep_s:
+            time.sleep(sleep_s)
+
+    ckpt = tf.train.Checkpoint(model=model, optimizer=optimizer)
+    own = None if chief else tempfile.mkdtemp(prefix=f"tpu-course-ckpt-worker{task}-")
+    saved = ckpt.write(f"{job['checkpoint_dir']}/ckpt" if chief else os.path.join(own, "ckpt"))
+    if own:
+        shutil.rmtree(own)  # its own folder: only the chief's checkpoint is kept
+    log_path = None
+    if chief and job.get("log"):  # one writer for the run's log too: the chief, next to the checkpoint in gs://
+        log_path = job["log"]
+        tmp = f"{log_path}.partial-{os.getpid()}"
+        with tf.io.gfile.GFile(tmp, "w") as f:
+            f.write(json.dumps({"losses": losses, "global_rows_per_step": global_rows, "hosts": len(contexts) and
+                                contexts[0]["num_input_pipelines"], "replicas": strategy.num_replicas_in_sync}))
+        tf.io.gfile.rename(tmp, log_path, overwrite=True)  # whole or absent (on GCS: a copy, then a delete)
+    report = {"task": task, "chief": chief, "pid": os.getpid(), "strategy": type(strategy).__name__,
+              "input_contexts": contexts, "replicas_in_sync": strategy.num_replicas_in_sync,
+              "local_replicas": len(strategy.extended.worker_devices), "rows_per_step": rows_per_step,
+              "global_rows_per_step": global_rows, "losses": losses, "sources": sources,
+              "weights_sha256": weights_digest(model.variables), "checkpoint": saved if chief else None, "log": log_path,
+              "discarded_checkpoint": None if chief else saved}
+    if report_dir:
+        _write_json_atomic(os.path.join(report_dir, f"host-{task}.json"), report)
+    return report
+
+
+def restore_digest(job: dict[str, Any], checkpoint: str) -> str:
+    """Build the model afresh (no strategy), restore `checkpoint` into it, return its `weights_digest`."""
+    tf = import_tensorflow()
+    import tf_keras as keras
+    from transformers import RobertaConfig, TFAutoModelForMaskedLM
+
+    keras.utils.set_random_seed(int(job["seed"]) + 1)  # other initial weights: only the restore can match
+    model = TFAutoModelForMaskedLM.from_config(RobertaConfig.from_dict(job["model_config"]))
+    model(model.dummy_inputs, training=False)
+    tf.train.Checkpoint(model=model).read(checkpoint).expect_partial().assert_existing_objects_matched()
+    return weights_digest(model.variables)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tpu_helpers.pod.tf_worker", description=__doc__.split("\n")[0])
+    parser.add_argument("--job", required=True, help="job.json written by notebook 08 (gs:// or local)")
+    parser.add_argument("--tpu", help="a TPU slice's name: TPUClusterResolver finds its hosts (omit: TF_CONFIG)")
+    parser.add_argument("--report", help="a local folder for this host's evidence (host-<task>.json)")
+    parser.add_argument("--steps", type=int, help="global steps (default: the job's)")
+    parser.add_argument("--collective-timeout", type=float, default=120.0,
+                        help="seconds an all-reduce may wait for the other hosts before it fails")
+    parser.add_argument("--sleep", type=float, default=0.0, help="seconds to pause after each step (rehearsal)")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    use_framework("tf")  # before transformers is imported
+    tf = import_tensorflow()
+    job = load_job(args.job)
+    strategy = make_strategy(args.tpu, args.collective_timeout)
+    try:
+        train(job, strategy, steps=args.steps or int(job["steps"]), report_dir=args.report, sleep_s=args.sleep)
+    except (tf.errors.UnavailableError, tf.errors.DeadlineExceededError, tf.errors.CancelledError,
+            tf.errors.InternalError, tf.errors.AbortedError) as error:
+        lines = [ln.strip() for ln in (error.message or str(error)).splitlines() if ln.strip()]
+        telling = [ln for ln in lines if any(w in ln.lower() for w in ("peer", "unavailable", "deadline", "timed out",
+                                                                      "connection", "timeout"))]
+        first = (telling or lines or [""])[0][:300]
+        print(f"LOST HOST: this worker's all-reduce failed, another host of the job stopped answering "
+              f"({type(error).__name__}: {first}). Every host must run to the end; restart the whole job from its "
+              "last checkpoint.", file=sys.stderr, flush=True)
+        return LOST_HOST_EXIT
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,198 @@
+"""Notebook 08's PyTorch training script: notebook 05's training function, launched on every host of a slice.
+
+    # on every worker of a slice (a TPU VM host: torch_xla.launch starts one process per chip):
+    python -m tpu_helpers.pod_torch.worker --tokenizer tokenizer --save model   # notebook 05's launch cell inside
+    # notebook 08's rehearsal, two local hosts (one per command; gloo on the CPU):
+    torchrun --nnodes 2 --node-rank 0|1 --nproc-per-node 1 --master-addr 127.0.0.1 --master-port P \\
+        --module tpu_helpers.pod_torch.worker --save DIR --report DIR
+
+Every process runs `train_and_save`: `tpu_helpers.banking77.lesson_cells.training_function`, the very function
+notebook 05 shows (its cell tagged ``training-function``, generated into the package), unchanged, then the save. On a
+TPU VM worker the processes are started by notebook 05's own launch cell (``launch_training``: ``torch_xla.launch``,
+one process per chip; not run by the CPU rehearsal); under ``torchrun`` this process is one of them. What makes it
+multi-host is outside the function:
+
+* every process builds the same data and model from the same seed (as every replica does on one host) and loads
+  the same tokenizer, trained once before the launch (``--prepare DIR``, then ``--tokenizer DIR`` on every host);
+* the ``Accelerator`` inside the function finds the processes of *every* host through the launcher's variables
+  (``RANK``, ``WORLD_SIZE``, ``MASTER_ADDR``); ``accelerator.prepare`` shards the batches by the **global**
+  process index, the gradients are all-reduced over every host, and the evaluation is gathered from every host;
+* after training, every host writes its own evidence (a digest of its weights, its ranks) and **only the main
+  process** saves the model (``save_pretrained`` into a temporary folder, then renamed: whole or absent).
+
+On the CPU (this rehearsal) Accelerate runs without XLA (``USE_TORCH_XLA=0``, gloo): several XLA:CPU processes
+stop in their first all-reduce, so XLA in several processes is what the rehearsal does not cover.
+``--restore DIR`` loads a saved model in a fresh process and prints its digest (the check that the checkpoint
+restores). A process whose partner is lost mid-run stops with `LOST_HOST_EXIT` and says so.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Sequence
+
+__all__ = ["LOST_HOST_EXIT", "main"]
+
+LOST_HOST_EXIT = 3
+
+
+def _write_json_atomic(path: str, payload: dict) -> None:
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(payload, f, indent=1, sort_keys=True)
+    os.replace(tmp, path)
+
+
+def _prepare() -> None:
+    os.environ.setdefault("USE_TORCH_XLA", "0")  # before accelerate is imported: the CPU path, gloo
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    from tpu_helpers.core.frameworks import use_framework
+
+    use_framework("torch")
+    import torch
+
+    torch.set_num_threads(1)
+
+
+def build(seed: int, per_label: int, max_length: int, tokenizer_dir: str | None = None):
+    """The data, tokenizer and model every process builds alike (notebook 05's ``ci`` sizes, smaller). The tokenizer
+    is loaded from `tokenizer_dir` (`prepare` wrote it once): training one in every process would not give every
+    process the same vocabulary (WordPiece training breaks ties differently from run to run)."""
+    from tpu_helpers.banking77 import dataset
+
+    data = dataset.load_banking77("synthetic", n_train_per_label=per_label, n_test_per_label=1, seed=seed)
+    if tokenizer_dir:
+        from transformers import AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
+    else:
+        tokenizer = dataset.load_tokenizer("tiny", data.dataset["train"]["text"], vocab_size=300)
+    encoded = dataset.tokenize(data.dataset, tokenizer, max_length, padding="none")
+    model = dataset.make_model("tiny", data, vocab_size=len(tokenizer), max_length=max_length, hidden_size=32,
+                               seed=seed)
+    return data, tokenizer, encoded, model
+
+
+def prepare(folder: str, seed: int, per_label: int) -> str:
+    """Train the tokenizer once and save it to `folder` (on a slice: ``gs://``, or baked into the image), before
+    the hosts start; every process then loads this one (`build`). Returns the folder."""
+    from tpu_helpers.banking77 import dataset
+
+    data = dataset.load_banking77("synthetic", n_train_per_label=per_label, n_test_per_label=1, seed=seed)
+    tokenizer = dataset.load_tokenizer("tiny", data.dataset["train"]["text"], vocab_size=300)
+    tmp = f"{folder.rstrip('/')}.partial-{os.getpid()}"
+    tokenizer.save_pretrained(tmp)
+    os.replace(tmp, folder)
+    return folder
+
+
+def restore(folder: str) -> dict:
+    """Load a saved model in this (fresh) process: its digest and parameter count."""
+    from transformers import AutoModelForSequenceClassification
+
+    from tpu_helpers.banking77.replicas import weights_digest
+
+    model = AutoModelForSequenceClassification.from_pretrained(folder)
+    return {"weights_digest": weights_digest(model), "parameters": sum(p.numel() for p in model.parameters())}
+
+
+def train_and_save(model, train_ds, eval_ds, config, tokenizer, save: str | None, report: str | None) -> None:
+    """What every process runs: notebook 05's `training_function`, unchanged, then the model saved by the main process
+    of the whole job only (into a temporary folder, then renamed), then this process's evidence."""
+    import torch.distributed as dist
+    from accelerate import PartialState
+
+    from tpu_helpers.banking77.lesson_cells import training_function
+    from tpu_helpers.banking77.replicas import weights_digest
+
+    training_function(model, train_ds, eval_ds, config, tokenizer)
+    state = PartialState()
+    saved = None
+    if state.is_main_process and save:  # one process of one host writes the model
+        tmp = f"{save.rstrip('/')}.partial-{os.getpid()}"
+        model.to("cpu").save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        os.replace(tmp, save)
+        saved = save
+    state.wait_for_everyone()
+    if report:
+        _write_json_atomic(os.path.join(report, f"rank-{state.process_index}.json"), {
+            "rank": state.process_index, "world_size": state.num_processes,
+            "node_rank": int(os.environ.get("GROUP_RANK", 0)), "local_rank": state.local_process_index,
+            "local_world_size": int(os.environ.get("LOCAL_WORLD_SIZE", 1)), "pid": os.getpid(),
+            "is_main_process": state.is_main_process, "saved": saved, "weights_digest": weights_digest(model),
+            "distributed_type": str(state.distributed_type.value),
+            "backend": dist.get_backend() if dist.is_initialized() else None})
+
+
+def _lost_host(error: BaseException) -> int:
+    lines = [ln.strip() for ln in str(error).splitlines() if ln.strip()]
+    print(f"LOST HOST: process {os.environ.get('RANK', '?')} (host {os.environ.get('GROUP_RANK', '?')}): a collective "
+          f"failed, another host stopped answering ({type(error).__name__}: {lines[0][:300] if lines else ''}). Every "
+          "host must run to the end; restart the whole job from its last checkpoint.", file=sys.stderr, flush=True)
+    return LOST_HOST_EXIT
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tpu_helpers.pod_torch.worker", description=__doc__.split("\n")[0])
+    parser.add_argument("--save", help="where the main process saves the final model (a folder)")
+    parser.add_argument("--report", help="a local folder for each process's evidence (rank-<R>.json, report.json)")
+    parser.add_argument("--epochs", type=int, default=2)
+    parser.add_argument("--batch-size", type=int, default=8, help="per process (replica)")
+    parser.add_argument("--per-label", type=int, default=4, help="synthetic training queries per intent")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--timeout", type=float, default=120.0, help="seconds a replica waits for the others")
+    parser.add_argument("--tokenizer", help="the tokenizer folder --prepare wrote (every process loads the same one)")
+    parser.add_argument("--prepare", help="train the tokenizer once, save it to this folder, and exit")
+    parser.add_argument("--restore", help="load the model saved in this folder, print its digest, and exit")
+    args = parser.parse_args(argv)
+    from tpu_helpers.core.runtime import detect_runtime
+
+    on_tpu = detect_runtime().is_tpu
+    if not on_tpu:
+        _prepare()  # the CPU path: USE_TORCH_XLA=0, gloo, one thread
+    if args.restore:
+        print(json.dumps(restore(args.restore)))
+        return 0
+    if args.prepare:
+        print(f"tokenizer saved to {prepare(args.prepare, args.seed, args.per_label)}")
+        return 0
+    from datetime import timedelta
+
+    import torch.distributed as dist
+
+    from tpu_helpers.banking77.config import TrainConfig
+    from tpu_helpers.shared.boundaries import choose_boundaries
+
+    max_length = 32
+    data, tokenizer, encoded, model = build(args.seed, args.per_label, max_length, args.tokenizer)
+    bounds = choose_boundaries([len(x) for x in encoded["train"]["input_ids"]], max_length)
+    config = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, eval_batch_size=2 * args.batch_size,
+                         learning_rate=2e-3, progress=True, padding="buckets", boundaries=bounds,
+                         max_length=max_length, replica_timeout_s=args.timeout, seed=args.seed,
+                         mixed_precision="bf16" if on_tpu else "no",
+                         report_path=os.path.join(args.report, "report.json") if args.report else None)
+    fn_args = (model, encoded["train"], encoded["test"], config, tokenizer, args.save, args.report)
+    try:
+        if on_tpu:  # a TPU VM worker: notebook 05's own launch cell, torch_xla.launch: a process per chip
+            from tpu_helpers.banking77 import launch
+            from tpu_helpers.banking77.lesson_cells import launch_training
+
+            plan = launch.plan_launch()
+            launch.prepare_environment(plan)
+            launch_training(train_and_save, fn_args, plan)
+        else:  # this process is one of torchrun's: the process group with a timeout on its collectives, then train
+            if "WORLD_SIZE" in os.environ and not dist.is_initialized():
+                dist.init_process_group("gloo", timeout=timedelta(seconds=args.timeout))
+            train_and_save(*fn_args)
+    except RuntimeError as error:  # gloo: "Connection closed by peer", a timeout, a rank that never came
+        return _lost_host(error)
+    if dist.is_initialized():
+        dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
