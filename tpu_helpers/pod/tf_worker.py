@@ -2,7 +2,9 @@
 
     python -m tpu_helpers.pod.tf_worker --job gs://BUCKET/pod/job.json [--tpu NAME] [--report FOLDER]
 
-What the script does (the same code on a Cloud TPU slice and in notebook 08's rehearsal with two local hosts):
+What the script does (the same code on a Cloud TPU slice and in notebook 08's rehearsal with two local hosts;
+`make_strategy` and `make_dataset_fn` are notebook 08's cell tagged ``save``, generated into
+`tpu_helpers.pod.lesson_cells`: edit them there, in the notebook):
 
 * **the strategy**: ``--tpu NAME`` connects to a TPU slice with ``TPUClusterResolver(tpu=NAME)`` (the resolver
   asks the Cloud TPU API for every host of the slice: one TensorFlow client drives all of them, each host's CPU
@@ -43,7 +45,7 @@ import time
 from typing import Any, Sequence
 
 from tpu_helpers.core.frameworks import import_tensorflow, use_framework
-from tpu_helpers.pod.sharding import shards_for_pipeline
+from tpu_helpers.pod.lesson_cells import make_dataset_fn, make_strategy  # notebook 08's cell, generated
 
 __all__ = ["LOST_HOST_EXIT", "main", "weights_digest", "load_job"]
 
@@ -73,54 +75,6 @@ def _write_json_atomic(path: str, payload: dict[str, Any]) -> None:
     with open(tmp, "w", encoding="utf-8") as f:
         json.dump(payload, f, indent=1, sort_keys=True)
     os.replace(tmp, path)
-
-
-def make_strategy(tpu: str | None, timeout_s: float):
-    """``TPUStrategy`` for a slice named `tpu`, else ``MultiWorkerMirroredStrategy`` from ``TF_CONFIG``."""
-    tf = import_tensorflow()
-    if tpu:
-        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu)  # every host of the slice
-        tf.config.experimental_connect_to_cluster(resolver)
-        tf.tpu.experimental.initialize_tpu_system(resolver)
-        return tf.distribute.TPUStrategy(resolver)
-    if not os.environ.get("TF_CONFIG"):
-        raise SystemExit("no TF_CONFIG: MultiWorkerMirroredStrategy needs the cluster (every worker's host:port) and "
-                         "this worker's index; notebook 08's launcher sets it (or pass --tpu NAME on a TPU slice)")
-    options = tf.distribute.experimental.CommunicationOptions(
-        implementation=tf.distribute.experimental.CommunicationImplementation.RING, timeout_seconds=timeout_s)
-    return tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
-
-
-def make_dataset_fn(job: dict[str, Any], shard_files: list[str], *, with_source: bool = True):
-    """``dataset_fn(input_context)`` for ``distribute_datasets_from_function``: this pipeline's shards only. With
-    `with_source` each example also carries its shard's name (a string: off a TPU only, TPUs take no strings)."""
-    tf = import_tensorflow()
-    from tpu_helpers.mlm.pipeline import MaskingSpec, mask_tokens
-
-    spec = MaskingSpec(**job["masking"])
-    block = int(job["block_size"])
-    features = {"input_ids": tf.io.FixedLenFeature([block], tf.int64)}
-
-    def dataset_fn(ctx):
-        mine = shards_for_pipeline(shard_files, ctx.input_pipeline_id, ctx.num_input_pipelines)
-        per_replica = ctx.get_per_replica_batch_size(int(job["global_batch"]))
-        files = tf.data.Dataset.from_tensor_slices(mine)
-        records = files.interleave(  # every shard of this host feeds every batch: all of them are read early
-            lambda f: tf.data.TFRecordDataset(f).map(lambda r: (f, r)), cycle_length=len(mine), block_length=1,
-            deterministic=True)
-        records = records.shuffle(256, seed=int(job["seed"]) + ctx.input_pipeline_id).repeat()
-
-        def parse(source, serialized):
-            ids = tf.cast(tf.io.parse_example(serialized, features)["input_ids"], tf.int32)
-            masked, labels = mask_tokens(ids, spec)
-            batch = {"input_ids": masked, "attention_mask": tf.ones_like(masked), "labels": labels}
-            if with_source:
-                batch["source"] = source
-            return batch
-
-        return records.batch(per_replica, drop_remainder=True).map(parse).prefetch(2)
-
-    return dataset_fn
 
 
 def train(job: dict[str, Any], strategy, *, steps: int, report_dir: str | None, sleep_s: float = 0.0) -> dict:
