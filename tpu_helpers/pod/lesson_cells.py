@@ -45,8 +45,7 @@ def make_dataset_fn(job: dict, shard_files: list[str], *, with_source: bool = Tr
         per_replica = ctx.get_per_replica_batch_size(int(job["global_batch"]))
         files = tf.data.Dataset.from_tensor_slices(mine)
         records = files.interleave(  # every shard of this host feeds every batch: all of them are read early
-            lambda f: tf.data.TFRecordDataset(f).map(lambda r: (f, r)), cycle_length=len(mine), block_length=1,
-            deterministic=True)
+            lambda f: tf.data.TFRecordDataset(f).map(lambda r: (f, r)), cycle_length=len(mine), block_length=1)
         records = records.shuffle(256, seed=int(job["seed"]) + ctx.input_pipeline_id).repeat()
 
         def parse(source, serialized):
