@@ -83,6 +83,15 @@ class SlowRunDetective(Callback):
         `diagnose_slow_run` on every recorded step, the first ``warmup_steps`` of them the run's warm-up."""
         return diagnose_slow_run(self.recorder, warmup_steps=warmup_steps, **self.thresholds)
 
+    def steps_inside_epochs(self, from_epoch: int = 2) -> list:
+        """The recorded steps of epochs >= ``from_epoch`` without each epoch's first step. Not a warm-up: Lightning
+        reduces a logged value at the end of each epoch, and torch_xla traces that reduction into the next epoch's
+        first step, a graph per first-batch shape; inside an epoch a healthy module compiles nothing. Diagnose
+        them with ``warmup_steps=0``."""
+        starts = {self.epoch_of_step.index(e) for e in set(self.epoch_of_step)}
+        return [s for k, (s, e) in enumerate(zip(self.recorder.steps, self.epoch_of_step))
+                if e >= from_epoch and k not in starts]
+
 
 class HFStepDetective(TrainerCallback):
     """The detective for the Hugging Face ``Trainer``: one recorded step per optimizer step (``on_step_begin``)."""
