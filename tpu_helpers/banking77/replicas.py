@@ -22,6 +22,7 @@ replicas' plans or names the one that differs.
 from __future__ import annotations
 
 import hashlib
+import sys
 from datetime import timedelta
 from typing import Any, Iterable, Sequence
 
@@ -129,10 +130,14 @@ def wait_for_all(accelerator: Any, where: str, timeout_s: float) -> None:
     try:
         dist.monitored_barrier(timeout=timedelta(seconds=timeout_s), wait_all_ranks=True)
     except RuntimeError as error:  # replica 0 names the missing ranks
-        raise ReplicaMismatchError(
+        mismatch = ReplicaMismatchError(
             f"replica {accelerator.process_index}: not every replica reached {where} within {timeout_s:g} s "
             f"({str(error).splitlines()[0]}). A replica that takes a step the others do not (one batch more) "
-            "waits in its all-reduce for partners that never come: on a TPU the whole run would hang.") from None
+            "waits in its all-reduce for partners that never come: on a TPU the whole run would hang.")
+        # Said here as well as raised: once this process exits, the waiting replica's all-reduce fails too
+        # ("Connection closed by peer"), and the launcher reports whichever failure it sees first.
+        print(f"ReplicaMismatchError: {mismatch}", file=sys.stderr, flush=True)
+        raise mismatch from None
 
 
 def weights_digest(model: Any) -> int:
