@@ -44,6 +44,19 @@ _TENSORCORES_PER_CHIP = {"v2": 2, "v3": 2, "v4": 2, "v5p": 2, "v5e": 1, "v6e": 1
 # Chips per host of single-host slices and of pod slices, from Cloud TPU's system architecture pages:
 # v2/v3/v4/v5p hosts have 4 chips; a v5e host has 8 (https://cloud.google.com/tpu/docs/v5e).
 _CHIPS_PER_HOST = {"v2": 4, "v3": 4, "v4": 4, "v5p": 4, "v5e": 8, "v6e": 8}
+# A multi-host slice is made of TPU VMs ("workers") of 4 chips on every generation (a v5e-16 is 4 workers, though the
+# v5e page counts its physical hosts of 8 chips: the worker is what runs a program; notebook 08).
+_CHIPS_PER_WORKER_MULTIHOST = 4
+
+
+def slice_hosts(generation: str, chips: int) -> int:
+    """The TPU VMs (hosts, "workers") of a slice of `chips` chips: one up to the largest single-host slice of its
+    generation (`_CHIPS_PER_HOST`), beyond it VMs of 4 chips each; raises ValueError when they do not divide."""
+    if chips <= _CHIPS_PER_HOST.get(generation, 4):
+        return 1
+    if chips % _CHIPS_PER_WORKER_MULTIHOST:
+        raise ValueError(f"{generation} slice of {chips} chips: not whole TPU VMs of {_CHIPS_PER_WORKER_MULTIHOST} chips")
+    return chips // _CHIPS_PER_WORKER_MULTIHOST
 
 
 @dataclass(frozen=True)

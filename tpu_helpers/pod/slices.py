@@ -11,11 +11,12 @@ reports ``InputContext.num_input_pipelines`` (one per host) and ``num_replicas_i
 """
 from __future__ import annotations
 
-import re
 import shlex
 from dataclasses import dataclass
 
-__all__ = ["CHECKED", "SOURCES", "Generation", "GENERATIONS", "SliceLayout", "slice_layout", "create_command",
+from tpu_helpers.core.runtime import _DEVICES_PER_CHIP, parse_accelerator_type, slice_hosts
+
+__all__ = ["CHECKED", "SOURCES", "SliceLayout", "slice_layout", "create_command",
            "on_every_worker", "queued_resource_commands", "delete_commands", "NAMED_SLICES"]
 
 CHECKED = "2026-11"
@@ -35,29 +36,6 @@ SOURCES = {
     "TensorFlow: multi-worker training (custom loop)": "https://www.tensorflow.org/tutorials/distribute/multi_worker_with_ctl",
     "torchrun": "https://docs.pytorch.org/docs/stable/elastic/run.html",
 }
-
-
-@dataclass(frozen=True)
-class Generation:
-    """What a slice name's number counts, and how chips become replicas and workers, for one TPU generation."""
-
-    prefix: str  # the accelerator-type prefix gcloud takes: "v5litepod", "v4", "v3"
-    name_counts: str  # "cores" (v2/v3/v4: the number is TensorCores) or "chips" (v5e/v6e)
-    cores_per_chip: int
-    replicas_per_chip: int  # devices a framework sees per chip (v4 megacore: 2 cores, 1 device)
-    chips_per_worker: int  # chips of one TPU VM in a multi-host slice
-    max_single_host_chips: int  # the largest slice that is one TPU VM
-    source: str
-
-
-GENERATIONS = {
-    "v3": Generation("v3", "cores", 2, 2, 4, 4, SOURCES["v3"]),
-    "v4": Generation("v4", "cores", 2, 1, 4, 4, SOURCES["v4"]),
-    "v5e": Generation("v5litepod", "chips", 1, 1, 4, 8, SOURCES["v5e"]),
-    "v6e": Generation("v6e", "chips", 1, 1, 4, 8, SOURCES["v6e"]),
-}
-_ALIASES = {"v5litepod": "v5e", "v5e": "v5e", "v6e": "v6e", "v4": "v4", "v3": "v3"}
-_NAME = re.compile(r"^(?P<gen>v5litepod|v5e|v6e|v4|v3)-(?P<n>\d+)$")
 
 
 @dataclass(frozen=True)
@@ -87,24 +65,12 @@ class SliceLayout:
 
 
 def slice_layout(accelerator_type: str) -> SliceLayout:
-    """Chips, workers and replicas of a slice name (``v5litepod-16``, ``v5e-16``, ``v4-16``, ``v3-32``)."""
-    m = _NAME.match(str(accelerator_type).strip().lower())
-    if not m:
-        raise ValueError(f"{accelerator_type!r}: expected v3-N, v4-N, v5litepod-N (v5e-N) or v6e-N, e.g. v5litepod-16")
-    gen = GENERATIONS[_ALIASES[m.group("gen")]]
-    n = int(m.group("n"))
-    chips, rest = divmod(n, gen.cores_per_chip) if gen.name_counts == "cores" else (n, 0)
-    if rest or chips < 1:
-        raise ValueError(f"{accelerator_type}: a {gen.prefix} name counts TensorCores, {gen.cores_per_chip} per chip; "
-                         f"{n} is not a whole number of chips")
-    if chips <= gen.max_single_host_chips:
-        workers = 1
-    elif chips % gen.chips_per_worker:
-        raise ValueError(f"{accelerator_type}: {chips} chips do not fill whole TPU VMs of {gen.chips_per_worker}")
-    else:
-        workers = chips // gen.chips_per_worker
-    return SliceLayout(accelerator_type, _ALIASES[m.group("gen")], chips, workers, chips * gen.replicas_per_chip,
-                       gen.source)
+    """Chips, workers and replicas of a slice name (``v5litepod-16``, ``v5e-16``, ``v4-16``, ``v3-32``): the name read
+    by `tpu_helpers.core.runtime.parse_accelerator_type`, the devices per chip and the TPU VMs (`slice_hosts`) from
+    the same module, which notebooks 00 and 03 use too."""
+    generation, chips, _cores = parse_accelerator_type(accelerator_type)
+    return SliceLayout(str(accelerator_type), generation, chips, slice_hosts(generation, chips),
+                       chips * _DEVICES_PER_CHIP[generation], SOURCES.get(generation, SOURCES["architecture"]))
 
 
 NAMED_SLICES = ("v5litepod-8", "v5litepod-16", "v5litepod-32", "v4-8", "v4-16", "v3-8", "v3-32")

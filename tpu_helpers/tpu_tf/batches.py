@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
-from tpu_helpers.core.runtime import _CHIPS_PER_HOST, _DEVICES_PER_CHIP, parse_accelerator_type
+from tpu_helpers.core.runtime import _DEVICES_PER_CHIP, parse_accelerator_type, slice_hosts
 
 # -------------------------------------------------------------------------------------- batch arithmetic
 DEFAULT_SLICES = ("v5e-1", "v2-8", "v3-8", "v5e-8", "v3-32")
@@ -23,7 +23,7 @@ class SliceInfo:
     generation: str
     chips: int
     replicas: int
-    hosts: int | None  # None where a multi-host layout is not documented here
+    hosts: int | None  # TPU VMs (`tpu_helpers.core.runtime.slice_hosts`); None when not known
 
 
 def slice_info(name: str) -> SliceInfo:
@@ -31,13 +31,7 @@ def slice_info(name: str) -> SliceInfo:
     acc = re.sub(r"^v5e-", "v5litepod-", name.strip().lower())
     generation, chips, _cores = parse_accelerator_type(acc)
     replicas = chips * _DEVICES_PER_CHIP.get(generation, 1)
-    per_host = _CHIPS_PER_HOST.get(generation, 4)
-    if chips <= per_host:
-        hosts: int | None = 1
-    elif generation in ("v5e", "v6e"):
-        hosts = None  # multi-host v5e/v6e slices use smaller hosts; not needed by this course
-    else:
-        hosts = chips // per_host
+    hosts = slice_hosts(generation, chips)
     friendly = acc.replace("v5litepod", "v5e")
     return SliceInfo(friendly, generation, chips, replicas, hosts)
 

@@ -141,3 +141,12 @@ def test_a_bad_accelerator_type_variable_is_a_clear_error(tmp_path):
 def test_detects_this_machine():
     rt = detect_runtime()
     assert rt.kind in Runtime.KINDS and rt.describe()
+
+
+def test_slice_hosts_one_vm_up_to_a_single_host_slice_then_vms_of_four_chips():
+    from tpu_helpers.core.runtime import slice_hosts
+
+    assert [slice_hosts("v5e", c) for c in (1, 8, 16, 32)] == [1, 1, 4, 8]
+    assert [slice_hosts("v3", c) for c in (4, 16)] == [1, 4]
+    with pytest.raises(ValueError, match="not whole TPU VMs of 4 chips"):
+        slice_hosts("v4", 6)

@@ -27,7 +27,7 @@ def test_slice_info(name, chips, replicas, hosts):
 
 def test_slice_info_names_and_unknown_hosts():
     assert slice_info("v5litepod-8").name == slice_info("v5e-8").name == "v5e-8"
-    assert slice_info("v5e-16").hosts is None  # multi-host v5e layouts are not claimed
+    assert slice_info("v5e-16").hosts == 4  # a multi-host slice is TPU VMs of 4 chips (core.runtime.slice_hosts)
     with pytest.raises(ValueError, match="not a TPU accelerator type"):
         slice_info("a100")
 
