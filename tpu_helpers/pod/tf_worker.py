@@ -44,6 +44,7 @@ import tempfile
 import time
 from typing import Any, Sequence
 
+from tpu_helpers.core.files import write_json_atomic
 from tpu_helpers.core.frameworks import import_tensorflow, use_framework
 from tpu_helpers.pod.lesson_cells import make_dataset_fn, make_strategy  # notebook 08's cell, generated
 
@@ -68,13 +69,6 @@ def weights_digest(variables: Sequence[Any]) -> str:
         h.update(f"{v.name.split('/', 1)[-1]}:{value.shape}:{value.dtype}".encode())
         h.update(value.tobytes())
     return h.hexdigest()
-
-
-def _write_json_atomic(path: str, payload: dict[str, Any]) -> None:
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(payload, f, indent=1, sort_keys=True)
-    os.replace(tmp, path)
 
 
 def train(job: dict[str, Any], strategy, *, steps: int, report_dir: str | None, sleep_s: float = 0.0) -> dict:
@@ -164,7 +158,7 @@ def train(job: dict[str, Any], strategy, *, steps: int, report_dir: str | None, 
               "weights_sha256": weights_digest(model.variables), "checkpoint": saved if chief else None, "log": log_path,
               "discarded_checkpoint": None if chief else saved}
     if report_dir:
-        _write_json_atomic(os.path.join(report_dir, f"host-{task}.json"), report)
+        write_json_atomic(os.path.join(report_dir, f"host-{task}.json"), report)
     return report
 
 

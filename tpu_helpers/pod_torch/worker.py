@@ -33,16 +33,11 @@ import os
 import sys
 from typing import Sequence
 
+from tpu_helpers.core.files import write_json_atomic
+
 __all__ = ["LOST_HOST_EXIT", "main"]
 
 LOST_HOST_EXIT = 3
-
-
-def _write_json_atomic(path: str, payload: dict) -> None:
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(payload, f, indent=1, sort_keys=True)
-    os.replace(tmp, path)
 
 
 def _prepare() -> None:
@@ -118,7 +113,7 @@ def train_and_save(model, train_ds, eval_ds, config, tokenizer, save: str | None
         saved = save
     state.wait_for_everyone()
     if report:
-        _write_json_atomic(os.path.join(report, f"rank-{state.process_index}.json"), {
+        write_json_atomic(os.path.join(report, f"rank-{state.process_index}.json"), {
             "rank": state.process_index, "world_size": state.num_processes,
             "node_rank": int(os.environ.get("GROUP_RANK", 0)), "local_rank": state.local_process_index,
             "local_world_size": int(os.environ.get("LOCAL_WORLD_SIZE", 1)), "pid": os.getpid(),

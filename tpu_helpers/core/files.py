@@ -1,0 +1,17 @@
+"""Files the course writes for other processes to read (framework-free)."""
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+__all__ = ["write_json_atomic"]
+
+
+def write_json_atomic(path: str | os.PathLike[str], payload: dict[str, Any]) -> None:
+    """Write `payload` as JSON to a local `path` through a temporary file and a rename: a reader (another host, the
+    notebook) sees the whole file or none of it."""
+    tmp = f"{os.fspath(path)}.tmp-{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(payload, f, indent=1, sort_keys=True)
+    os.replace(tmp, path)
