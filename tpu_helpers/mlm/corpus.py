@@ -1,14 +1,17 @@
-"""The corpus of notebook 04: WikiText from the Hub, offline generated text, or the learner's own text
-(`tpu_helpers.mlm.sources`, which also holds the `Corpus` type), its summary and the filter. The errors of the whole
+"""The corpus of notebook 04: WikiText from the Hub; offline, the Python docs' prose or generated text; or the
+learner's own text (`tpu_helpers.mlm.sources`, which also holds the `Corpus` type); its summary and the filter. The errors of the whole
 MLM data path live in `tpu_helpers.mlm.errors` and are re-exported here. Framework-free at import."""
 from __future__ import annotations
 
 import dataclasses
 import hashlib
 import os
+import re
+import sys
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Iterable
 
 from tpu_helpers.core.hub import hub_access, hub_offline, hub_reachable, pinned_revision
 from tpu_helpers.mlm import sources
@@ -36,8 +39,8 @@ def load_wikitext(split: str = "train", *, config: str = "wikitext-103-raw-v1", 
     import datasets
 
     # one 5 s probe; offline, the cache only; any failure: one CorpusUnavailableError (tpu_helpers.core.hub)
-    with hub_access(f"{repo} ({config}, split {split!r})", "Use the offline corpus (load_corpus('offline') / "
-                    "CORPUS='offline'), or run once with network access so that datasets caches it.",
+    with hub_access(f"{repo} ({config}, split {split!r})", "Use an offline corpus (CORPUS='python-docs', real "
+                    "English, or 'offline', generated), or run once with network access so that datasets caches it.",
                     error=CorpusUnavailableError):
         ds = datasets.load_dataset(repo, config, split=split, revision=pinned_revision(repo))
     if max_lines is not None:
@@ -46,44 +49,82 @@ def load_wikitext(split: str = "train", *, config: str = "wikitext-103-raw-v1", 
                   "WikiText-103: Wikipedia Good and Featured articles, raw text (the seed's corpus).")
 
 
-def load_offline_corpus(split: str = "train", *, max_chars: int | None = 2_000_000,
-                        cache_dir: str | os.PathLike[str] | None = None, validation_every: int = 50) -> Corpus:
-    """The offline corpus: English-like text generated here (`tpu_helpers.shared.synthetic_text.iter_paragraphs`), loaded with ``datasets``.
+def python_docs_paragraphs() -> list[str]:
+    """Real English that every CPython carries: the prose of the Python Language Reference (``pydoc_data.topics``,
+    what ``help("for")`` prints; about 330 KB on Python 3.11), one paragraph a line. Paragraphs under 8 words, those
+    under 85 % letters and spaces (code, grammar rules, tables) and interactive examples (``>>>``) are left out."""
+    from pydoc_data import topics
 
-    The paragraphs are written once to ``{cache_dir}/offline-corpus-<key>/{train,validation}.txt`` (one paragraph
-    per line, like WikiText) and read back with ``datasets.load_dataset("text", data_files=...)``, the same
-    ``datasets`` code path as any text corpus. Every `validation_every`-th paragraph (by a hash of its text) goes
-    to the validation split.
-    """
+    out = []
+    for text in topics.topics.values():
+        for paragraph in re.split(r"\n\s*\n", text):
+            line = " ".join(paragraph.split())
+            prose = sum(c.isalpha() or c == " " for c in line) >= 0.85 * len(line)
+            if prose and len(line.split()) >= 8 and not line.startswith(">>>"):
+                out.append(line)
+    return out
+
+
+def _cached_text_corpus(folder: Path, paragraphs: Iterable[str], split: str, validation_every: int) -> Any:
+    """Write `paragraphs` once to ``folder/{train,validation}.txt`` (one a line; every `validation_every`-th, by a
+    hash of its text, to validation), atomically, and read `split` back with ``datasets.load_dataset("text")``:
+    the same ``datasets`` code path as any text corpus."""
     import datasets
 
-    base = Path(cache_dir) if cache_dir else Path(os.environ.get("TPU_COURSE_CACHE", Path.home() / ".cache" / "tpu-course"))
-    key = hashlib.sha256(f"synthetic-v{synthetic_text.VERSION}|{max_chars}|{validation_every}".encode()).hexdigest()[:10]
-    folder = base / f"offline-corpus-{key}"
     files = {"train": folder / "train.txt", "validation": folder / "validation.txt"}
+    if split not in files:
+        raise ValueError(f"split must be 'train' or 'validation', not {split!r}")
     if not all(p.exists() for p in files.values()):
         folder.mkdir(parents=True, exist_ok=True)
         tmp = {k: p.with_suffix(f".txt.partial-{os.getpid()}") for k, p in files.items()}
         with open(tmp["train"], "w", encoding="utf-8") as tr, open(tmp["validation"], "w", encoding="utf-8") as va:
-            for text in synthetic_text.iter_paragraphs(max_chars=2_000_000 if max_chars is None else max_chars):
+            for text in paragraphs:
                 (va if zlib.crc32(text.encode()) % validation_every == 0 else tr).write(text + "\n")
         for k in files:
             os.replace(tmp[k], files[k])
-    if split not in files:
-        raise ValueError(f"split must be 'train' or 'validation', not {split!r}")
-    ds = datasets.load_dataset("text", data_files={k: str(v) for k, v in files.items()}, split=split,
-                               cache_dir=str(folder / "hf-cache"))
+    return datasets.load_dataset("text", data_files={k: str(v) for k, v in files.items()}, split=split,
+                                 cache_dir=str(folder / "hf-cache"))
+
+
+def _cache_base(cache_dir: str | os.PathLike[str] | None) -> Path:
+    if cache_dir:
+        return Path(cache_dir)
+    return Path(os.environ.get("TPU_COURSE_CACHE", Path.home() / ".cache" / "tpu-course"))
+
+
+def load_offline_corpus(split: str = "train", *, max_chars: int | None = 2_000_000,
+                        cache_dir: str | os.PathLike[str] | None = None, validation_every: int = 50) -> Corpus:
+    """The generated corpus: English-like text made here (`tpu_helpers.shared.synthetic_text.iter_paragraphs`), the
+    same on every machine, written once to ``{cache_dir}/offline-corpus-<key>/`` and loaded with ``datasets``."""
+    recipe = f"synthetic-v{synthetic_text.VERSION}|{max_chars}|{validation_every}"
+    key = hashlib.sha256(recipe.encode()).hexdigest()[:10]
+    paragraphs = synthetic_text.iter_paragraphs(max_chars=2_000_000 if max_chars is None else max_chars)
+    ds = _cached_text_corpus(_cache_base(cache_dir) / f"offline-corpus-{key}", paragraphs, split, validation_every)
     return Corpus(ds, f"offline synthetic text [{split}]", "offline",
                   "Offline corpus: English-like paragraphs generated by tpu_helpers.shared.synthetic_text (up to "
                   f"{max_chars:,} characters), the same on every machine; no download.")
 
 
+def load_python_docs_corpus(split: str = "train", *, cache_dir: str | os.PathLike[str] | None = None,
+                            validation_every: int = 50) -> Corpus:
+    """Real English offline (`python_docs_paragraphs`), written once to ``{cache_dir}/python-docs-<key>/`` and
+    loaded with ``datasets``. It changes with the Python version, unlike the generated corpus."""
+    paragraphs = python_docs_paragraphs()
+    key = hashlib.sha256("\n".join(paragraphs).encode() + f"|{validation_every}".encode()).hexdigest()[:10]
+    ds = _cached_text_corpus(_cache_base(cache_dir) / f"python-docs-{key}", paragraphs, split, validation_every)
+    version = "%d.%d" % sys.version_info[:2]
+    return Corpus(ds, f"Python {version} Language Reference prose [{split}]", "python-docs",
+                  "Real English offline: the prose of the Python Language Reference that ships with Python "
+                  "(pydoc_data.topics, what help('for') prints), one paragraph a line; no download.")
+
+
 def load_corpus(kind: str = "auto", split: str = "train", *, max_lines: int | None = None,
                 offline_max_chars: int | None = 2_000_000, cache_dir: str | os.PathLike[str] | None = None,
                 verbose: bool = True) -> Corpus:
-    """Notebook 04's ``CORPUS``: ``"wikitext"`` (WikiText-103 raw via the Hub), ``"offline"`` (generated
-    English-like text), ``"auto"`` (WikiText unless the Hub is unreachable or ``HF_HUB_OFFLINE`` is set, then
-    offline, saying why), or your own text: a ``.txt`` file or folder, local or ``gs://``, or
+    """Notebook 04's ``CORPUS``: ``"wikitext"`` (WikiText-103 raw via the Hub), ``"python-docs"`` (real English
+    that ships with Python, `load_python_docs_corpus`), ``"offline"`` (generated English-like text), ``"auto"``
+    (WikiText unless the Hub is unreachable or ``HF_HUB_OFFLINE`` is set, then python-docs, saying why), or your
+    own text: a ``.txt`` file or folder, local or ``gs://``, or
     ``"hf:NAME:CONFIG:COLUMN"`` for a Hugging Face dataset (`tpu_helpers.mlm.sources.parse_corpus_source`)."""
     source = sources.parse_corpus_source(kind)
     if source.kind in ("local", "gcs"):
@@ -105,8 +146,9 @@ def _load_builtin(kind: str, split: str, *, max_lines: int | None, offline_max_c
     corpus = None
     if kind == "auto" and not hub_offline() and not hub_reachable():
         if verbose:
-            print("The Hugging Face Hub is unreachable (no network?): using the offline corpus.")
-        kind = "offline"
+            print("The Hugging Face Hub is unreachable (no network?): using the Python docs' prose (real English, "
+                  "offline).")
+        kind = "python-docs"
     if kind == "wikitext" or (kind == "auto" and not hub_offline()):
         try:
             corpus = load_wikitext(split, max_lines=max_lines)
@@ -114,11 +156,14 @@ def _load_builtin(kind: str, split: str, *, max_lines: int | None, offline_max_c
             if kind == "wikitext":
                 raise
             if verbose:
-                print(f"WikiText-103 unavailable, using the offline corpus instead ({e})")
+                print(f"WikiText-103 unavailable, using the Python docs' prose instead ({e})")
     elif kind == "auto" and verbose:
-        print("Hub offline mode is set (HF_HUB_OFFLINE/HF_DATASETS_OFFLINE): using the offline corpus.")
+        print("Hub offline mode is set (HF_HUB_OFFLINE/HF_DATASETS_OFFLINE): using the Python docs' prose.")
     if corpus is None:
-        corpus = load_offline_corpus(split, max_chars=offline_max_chars, cache_dir=cache_dir)
+        if kind == "offline":
+            corpus = load_offline_corpus(split, max_chars=offline_max_chars, cache_dir=cache_dir)
+        else:
+            corpus = load_python_docs_corpus(split, cache_dir=cache_dir)
         if max_lines is not None:
             corpus.dataset = corpus.dataset.select(range(min(max_lines, len(corpus.dataset))))
     return corpus

@@ -19,7 +19,7 @@ from tpu_helpers.mlm.errors import CorpusUnavailableError, MLMDataError
 from tpu_helpers.mlm.gcs import split_gcs_path
 
 TEXT_SUFFIXES = (".txt",)
-BUILTIN = ("auto", "wikitext", "offline")
+BUILTIN = ("auto", "wikitext", "python-docs", "offline")
 # NAME, NAME:CONFIG, NAME:CONFIG:COLUMN or NAME::COLUMN; NAME may be owner/name (a Hub repo id)
 _HUB_SPEC = re.compile(r"^(?P<name>[\w.-]+(?:/[\w.-]+)?)(?::(?P<config>[\w.-]*))?(?::(?P<column>[\w.-]+))?$")
 
@@ -30,7 +30,7 @@ class Corpus:
 
     dataset: Any
     name: str
-    source: str  # "wikitext", "offline", or the learner's: "local", "gcs", "hub"
+    source: str  # "wikitext", "python-docs", "offline", or the learner's: "local", "gcs", "hub"
     description: str
 
     @property
@@ -65,9 +65,9 @@ class CorpusSource:
 
 
 def parse_corpus_source(value: str | os.PathLike[str]) -> CorpusSource:
-    """Read a ``CORPUS`` value: ``"auto"``/``"wikitext"``/``"offline"``; ``gs://...`` text files; an existing
-    local ``.txt`` file or folder; ``"hf:NAME[:CONFIG[:COLUMN]]"`` (or the same without ``hf:`` when no such local
-    path exists) for a Hugging Face dataset, column ``text`` unless named. Anything else: a clear error."""
+    """Read a ``CORPUS`` value: ``"auto"``/``"wikitext"``/``"python-docs"``/``"offline"``; ``gs://...`` text files;
+    an existing local ``.txt`` file or folder; ``"hf:NAME[:CONFIG[:COLUMN]]"`` (or the same without ``hf:`` when no
+    such local path exists) for a Hugging Face dataset, column ``text`` unless named. Anything else: a clear error."""
     text = str(value).strip()
     if text.lower() in BUILTIN:
         return CorpusSource("builtin", text.lower())
@@ -86,7 +86,7 @@ def parse_corpus_source(value: str | os.PathLike[str]) -> CorpusSource:
         raise TextFileError(
             f"CORPUS={text!r}: no such file or folder, and not a Hugging Face dataset name. Use a .txt file or a "
             "folder of them (local or gs://BUCKET/path), 'hf:NAME:CONFIG:COLUMN' for a Hub dataset (e.g. "
-            "'hf:Salesforce/wikitext:wikitext-2-raw-v1:text'), or 'auto', 'wikitext', 'offline'.")
+            "'hf:Salesforce/wikitext:wikitext-2-raw-v1:text'), or 'auto', 'wikitext', 'python-docs', 'offline'.")
     return CorpusSource("hub", match["name"], match["config"] or None, match["column"] or "text")
 
 

@@ -205,11 +205,16 @@ def _duration(seconds: float) -> str:
 
 
 def masked_sentences(texts: Any, *, count: int = 3, seed: int = 0, max_chars: int = 90,
-                     mask: str = "<mask>") -> list[str]:
+                     mask: str = "<mask>", tokenizer: Any = None, max_tokens: int | None = None) -> list[str]:
     """`count` probes for a fill-mask pipeline from the corpus itself, in any language: the start of a line (cut at
     a space near `max_chars`) with one word of 3+ characters after the first replaced by `mask`; for text
-    without spaces, one character in the middle. Lines picked at random with `seed`, reproducibly."""
+    without spaces, one character in the middle. Lines picked at random with `seed`, reproducibly. With
+    `tokenizer` and `max_tokens` (the model's block length), words are taken off a probe's end until it
+    tokenizes to at most `max_tokens` ids, special tokens included: longer input has no position embedding."""
     import numpy as np
+
+    def fits(words: list[str]) -> bool:
+        return tokenizer is None or max_tokens is None or len(tokenizer(" ".join(words))["input_ids"]) <= max_tokens
 
     rng = np.random.default_rng(seed)
     out: list[str] = []
@@ -220,10 +225,16 @@ def masked_sentences(texts: Any, *, count: int = 3, seed: int = 0, max_chars: in
         words = head.split(" ")
         picks = [j for j, w in enumerate(words) if j > 0 and len(w) >= 3 and w.isalpha()]
         if picks:
-            words[picks[int(rng.integers(len(picks)))]] = mask
-            out.append(" ".join(words))
+            at = picks[int(rng.integers(len(picks)))]
+            words[at] = mask
+            while not fits(words) and len(words) > at + 1:
+                words.pop()
+            if fits(words):
+                out.append(" ".join(words))
         elif " " not in head and len(head) >= 10:
-            out.append(head[: len(head) // 2] + mask + head[len(head) // 2 + 1:])
+            probe = head[: len(head) // 2] + mask + head[len(head) // 2 + 1:]
+            if fits([probe]):
+                out.append(probe)
         if len(out) == count:
             return out
     raise ValueError(f"found only {len(out)} lines with a word to mask (need {count}): is the corpus text?")

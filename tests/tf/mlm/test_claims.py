@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from tpu_helpers.mlm.claims import (
-    CONTEXT_TOKENS_MEASURED,
+    CONTEXT_BLOCKS_MEASURED,
     distinct_top_guesses,
     frequency_only_note,
     scramble_context,
@@ -40,9 +40,14 @@ def test_scramble_context_moves_only_unlabelled_regular_tokens():
 
 
 def test_frequency_only_note_below_the_measured_size_only():
-    note = frequency_only_note(160, 16, 128)  # notebook 04's cpu profile
-    assert note and "0.33 M tokens" in note and f"MAX_STEPS above {math.ceil(CONTEXT_TOKENS_MEASURED / 2048)}" in note
-    assert frequency_only_note(12_000, 64, 128) is None  # the tpu profile
+    note = frequency_only_note(72, 64, 32)  # notebook 04's ci profile
+    assert note and "4,608 blocks of 32 tokens" in note
+    assert f"MAX_STEPS of at least {math.ceil(CONTEXT_BLOCKS_MEASURED / 64):,} at this global batch" in note
+    assert frequency_only_note(2_000, 64, 32) is None  # the cpu profile
+    assert frequency_only_note(12_000, 64, 128) is None  # the tpu profile (64 blocks per replica, one replica)
+    assert frequency_only_note(2_000, 16, 128) is not None  # 32 k blocks of 128 tokens: measured on the plateau
+    generated = frequency_only_note(2_000, 64, 32, generated_text=True)  # the cpu profile on CORPUS='offline'
+    assert generated and "generated text" in generated and "python-docs" in generated
 
 
 def test_distinct_top_guesses():

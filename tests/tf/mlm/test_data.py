@@ -78,7 +78,19 @@ def test_offline_mode_gives_a_clear_answer(monkeypatch, tmp_path):
     with pytest.raises(CorpusUnavailableError, match="offline corpus"):
         load_corpus("wikitext", max_lines=10, verbose=False)
     c = load_corpus("auto", offline_max_chars=20_000, cache_dir=tmp_path, verbose=False)
-    assert c.source == "offline"
+    assert c.source == "python-docs"  # real English, offline: the claims of notebook 04 hold on it
+
+
+def test_python_docs_corpus_is_the_python_reference_prose_loaded_with_datasets(tmp_path):
+    train = load_corpus("python-docs", cache_dir=tmp_path, verbose=False)
+    assert train.source == "python-docs" and "Language Reference" in train.name
+    assert train.dataset.column_names == ["text"] and 200_000 < train.characters() < 600_000
+    texts = train.dataset["text"]
+    assert any("statement" in t and "executed" in t for t in texts)  # what help("for") says, in words
+    assert not any(t.startswith(">>>") for t in texts)  # the interactive examples are left out
+    val = load_corpus("python-docs", "validation", cache_dir=tmp_path, verbose=False)
+    assert 0 < val.lines < train.lines / 20 and not set(val.dataset["text"]) & set(texts)
+    assert load_corpus("python-docs", cache_dir=tmp_path, verbose=False).dataset["text"] == texts  # cached, same
 
 
 def test_empty_corpus_after_filtering_is_a_clear_error(corpus, tokenizer):

@@ -33,4 +33,4 @@ def test_notebook_04_trains_on_8_simulated_replicas(tmp_path, monkeypatch):
                                kernel_name="python3", cwd=str(folder), progress_bar=False, execution_timeout=900)
     recorded = {r["name"]: r["value"] for r in map(json.loads, figures.read_text().splitlines()) if r.get("name")}
     assert recorded["replicas"] == 8, recorded  # TensorFlow's num_replicas_in_sync, through check_replicas
-    assert " x 8 x (2, 128)" in recorded["replicas' batches"], recorded  # 16 blocks a step: 2 on each replica
+    assert " x 8 x (8, 32)" in recorded["replicas' batches"], recorded  # 64 blocks a step: 8 on each replica

@@ -48,6 +48,7 @@ def text_folder(tmp_path_factory):
 @pytest.mark.parametrize("value, kind, location, config, column", [
     ("auto", "builtin", "auto", None, "text"),
     (" WikiText ", "builtin", "wikitext", None, "text"),
+    ("python-docs", "builtin", "python-docs", None, "text"),
     ("gs://my-bucket/texts/", "gcs", "gs://my-bucket/texts", None, "text"),
     ("hf:Salesforce/wikitext:wikitext-2-raw-v1:text", "hub", "Salesforce/wikitext", "wikitext-2-raw-v1", "text"),
     ("someone/tickets::body", "hub", "someone/tickets", None, "body"),
@@ -234,6 +235,18 @@ def test_masked_sentences_come_from_the_corpus_in_any_script():
     assert all("<mask>" in s and " " not in s for s in cjk)
     with pytest.raises(ValueError, match="found only"):
         masked_sentences(["short"], count=1)
+
+
+def test_masked_sentences_fit_the_models_block_when_given_a_tokenizer():
+    import datasets
+
+    lines = paragraphs(40)
+    tokenizer = train_unigram_tokenizer(datasets.Dataset.from_dict({"text": lines}), 300)
+    free = masked_sentences(lines, count=6, seed=2, max_chars=200)
+    assert max(len(tokenizer(s)["input_ids"]) for s in free) > 16  # the probes are longer than this block
+    short = masked_sentences(lines, count=6, seed=2, max_chars=200, tokenizer=tokenizer, max_tokens=16)
+    assert all(len(tokenizer(s)["input_ids"]) <= 16 and s.count("<mask>") == 1 for s in short)
+    assert all(any(s.split("<mask>")[0].strip() in line for line in lines) for s in short)  # cut from the corpus
 
 
 def test_an_unreachable_hub_is_asked_once_then_a_clear_error(monkeypatch):
