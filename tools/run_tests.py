@@ -18,7 +18,7 @@
 
 Extra arguments go to every pytest process (``./course test --durations=15`` lists the 15 slowest tests and
 notebook cells). The closing lines add up all groups, and a whole run's time is compared with its budget
-(24 minutes on the 2-core reference machine, hosted, multi-replica and multi-host rehearsals included;
+(26 minutes on the 2-core reference machine, hosted, multi-replica and multi-host rehearsals included;
 `tools/run_budgets.py`).
 """
 from __future__ import annotations
