@@ -99,3 +99,25 @@ def held_libtpu_lock(path: Path, *argv: str):
     finally:
         proc.kill()
         proc.wait()
+
+
+def run_notebook_alone(notebook: Path, tmp_path: Path, monkeypatch, *, profile: str, parameters: dict) -> dict:
+    """Run `notebook` as a learner's lone copy (copied into an empty folder, a kernel of its own, the reference
+    answers filled in) at `profile` with papermill `parameters`; return the figures its cells recorded
+    (`tpu_helpers.core.summary.record`), by name."""
+    import json
+    import shutil
+
+    from tpu_helpers.core.summary import FIGURES_ENV
+
+    papermill = pytest.importorskip("papermill")
+    monkeypatch.setenv("TPU_COURSE_PROFILE", profile)
+    monkeypatch.setenv("TPU_COURSE_SOLUTIONS", "1")
+    figures = tmp_path / "figures.jsonl"
+    monkeypatch.setenv(FIGURES_ENV, str(figures))
+    folder = tmp_path / "alone"
+    folder.mkdir()
+    copy = shutil.copy2(notebook, folder / notebook.name)
+    papermill.execute_notebook(str(copy), str(tmp_path / "executed.ipynb"), parameters=parameters,
+                               kernel_name="python3", cwd=str(folder), progress_bar=False, execution_timeout=900)
+    return {r["name"]: r["value"] for r in map(json.loads, figures.read_text().splitlines()) if r.get("name")}

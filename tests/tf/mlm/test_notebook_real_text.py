@@ -12,32 +12,17 @@ notebook's ``CORPUS = "python-docs"``), written to a ``.txt`` file as a learner'
 English written by people, on every machine and offline. The measurements behind the cpu profile used 1.1 MB of other
 real English (``tpu_helpers/mlm/claims.py``). About 2.5 minutes on the 2-core reference machine.
 """
-import json
-import shutil
+from course_testing import ROOT, run_notebook_alone
 
-import pytest
-from course_testing import ROOT
-
-from tpu_helpers.core.summary import FIGURES_ENV
 from tpu_helpers.mlm.corpus import python_docs_paragraphs
 
 NOTEBOOK = ROOT / "notebooks" / "04_mlm_from_scratch_tensorflow.ipynb"
 
 
 def test_notebook_04_reads_the_context_of_real_text_at_the_cpu_profile(tmp_path, monkeypatch):
-    papermill = pytest.importorskip("papermill")
     corpus = tmp_path / "python-reference.txt"  # the learner's own text: a .txt file, one paragraph a line
     corpus.write_text("\n".join(python_docs_paragraphs()) + "\n", encoding="utf-8")
-    monkeypatch.setenv("TPU_COURSE_PROFILE", "cpu")
-    monkeypatch.setenv("TPU_COURSE_SOLUTIONS", "1")
-    figures = tmp_path / "figures.jsonl"
-    monkeypatch.setenv(FIGURES_ENV, str(figures))
-    folder = tmp_path / "alone"
-    folder.mkdir()
-    copy = shutil.copy2(NOTEBOOK, folder / NOTEBOOK.name)
-    papermill.execute_notebook(str(copy), str(tmp_path / "executed.ipynb"), kernel_name="python3", cwd=str(folder),
-                               parameters={"CORPUS": str(corpus), "WORK_DIR": str(tmp_path / "work")},
-                               progress_bar=False, execution_timeout=900)
-    recorded = {r["name"]: r["value"] for r in map(json.loads, figures.read_text().splitlines()) if r.get("name")}
+    recorded = run_notebook_alone(NOTEBOOK, tmp_path, monkeypatch, profile="cpu",
+                                  parameters={"CORPUS": str(corpus), "WORK_DIR": str(tmp_path / "work")})
     assert recorded["corpus"].startswith("local:"), recorded
     assert recorded["context claims"] == "asserted", recorded  # not the plan's NOTE: the cells asserted them

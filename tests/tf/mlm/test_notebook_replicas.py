@@ -9,28 +9,12 @@ global batch, the steps per epoch, identical replica copies of every variable, t
 At 8 replicas the notebook takes about twice its one-replica time on the 2-core reference machine (two traces of the
 replicated step), which is why the ci profile keeps one replica and this test runs the eight.
 """
-import json
-import shutil
-
-import pytest
-from course_testing import ROOT
-
-from tpu_helpers.core.summary import FIGURES_ENV
+from course_testing import ROOT, run_notebook_alone
 
 NOTEBOOK = ROOT / "notebooks" / "04_mlm_from_scratch_tensorflow.ipynb"
 
 
 def test_notebook_04_trains_on_8_simulated_replicas(tmp_path, monkeypatch):
-    papermill = pytest.importorskip("papermill")
-    monkeypatch.setenv("TPU_COURSE_PROFILE", "ci")
-    monkeypatch.setenv("TPU_COURSE_SOLUTIONS", "1")
-    figures = tmp_path / "figures.jsonl"
-    monkeypatch.setenv(FIGURES_ENV, str(figures))
-    folder = tmp_path / "alone"
-    folder.mkdir()
-    copy = shutil.copy2(NOTEBOOK, folder / NOTEBOOK.name)
-    papermill.execute_notebook(str(copy), str(tmp_path / "executed.ipynb"), parameters={"REPLICAS": 8},
-                               kernel_name="python3", cwd=str(folder), progress_bar=False, execution_timeout=900)
-    recorded = {r["name"]: r["value"] for r in map(json.loads, figures.read_text().splitlines()) if r.get("name")}
+    recorded = run_notebook_alone(NOTEBOOK, tmp_path, monkeypatch, profile="ci", parameters={"REPLICAS": 8})
     assert recorded["replicas"] == 8, recorded  # TensorFlow's num_replicas_in_sync, through check_replicas
     assert " x 8 x (8, 32)" in recorded["replicas' batches"], recorded  # 64 blocks a step: 8 on each replica
