@@ -59,7 +59,8 @@ def use_framework(name: str, *, environ: MutableMapping[str, str] | None = None,
     """Declare this notebook's framework ("tf" or "torch") before importing transformers.
 
     Sets ``USE_TF``/``USE_TORCH`` so transformers imports only that backend (and ``FORCE_TF_AVAILABLE`` where
-    TensorFlow is the ``tensorflow-tpu`` distribution, which transformers does not recognise by name), and raises
+    TensorFlow is the ``tensorflow-tpu`` distribution, which transformers does not recognise by name; for PyTorch/XLA
+    ``XLA_NO_SPECIAL_SCALARS=1``, so a scalar such as AdamW's ``1 - lr*wd`` turning 1.0 adds no graph), and raises
     `FrameworkClashError` if the other one is already loaded (restart the kernel to fix it). ``installed``
     (distribution -> version or None) is injectable for tests.
     """
@@ -101,6 +102,11 @@ def use_framework(name: str, *, environ: MutableMapping[str, str] | None = None,
     if key == "tf":
         environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # keep TF's C++ start-up chatter out of the notebook
         record_xla_compilations(environ)
+    else:
+        # torch_xla bakes the scalars 0 and 1 into the graph as constants (a new graph) unless told not to: AdamW's
+        # `1 - lr*wd` rounds to 1.0 late in a linear decay (and early in a warm-up), and that step would compile
+        # again. Set in this process before torch_xla starts, every launcher's children inherit it.
+        environ.setdefault("XLA_NO_SPECIAL_SCALARS", "1")
     return key
 
 
