@@ -14,7 +14,8 @@ import textwrap
 
 from tpu_helpers.core.runtime import Runtime, detect_runtime
 
-__all__ = ["tf_first_xla", "torch_xla_first_xla", "tf_host_xla_missing", "require_host_xla", "HOST_XLA_MISSING"]
+__all__ = ["tf_first_xla", "torch_xla_first_xla", "ProbeFailed", "tf_host_xla_missing", "require_host_xla",
+           "HOST_XLA_MISSING"]
 
 _TORCH_SCRIPT = textwrap.dedent("""
     import json, time
@@ -38,27 +39,45 @@ _TORCH_SCRIPT = textwrap.dedent("""
 """)
 
 
-def torch_xla_first_xla(runtime: Runtime | None = None, timeout: float = 300) -> dict:
+class ProbeFailed(RuntimeError):
+    """The PyTorch/XLA child process failed: ``returncode`` (None: it timed out) and ``output``, all it printed."""
+
+    def __init__(self, returncode: int | None, output: str):
+        tail = "\n".join(output.strip().splitlines()[-5:])
+        super().__init__(f"the PyTorch/XLA check failed (exit {returncode}). Last lines:\n{tail}")
+        self.returncode, self.output = returncode, output
+
+
+def torch_xla_first_xla(runtime: Runtime | None = None, timeout: float = 300, *, libtpu_path: str | None = None) -> dict:
     """Run a tiny computation on the PyTorch/XLA device in a child process and return what it saw.
 
-    Off-TPU the child uses ``PJRT_DEVICE=CPU`` (XLA's CPU backend); on a TPU it lets torch_xla pick the TPU.
-    Returns ``{"installed": False}`` when torch_xla is not installed in this environment.
+    Off-TPU the child uses ``PJRT_DEVICE=CPU`` (XLA's CPU backend); on a TPU it lets torch_xla pick the TPU, with
+    the libtpu at ``libtpu_path`` when given (``TPU_LIBRARY_PATH``, which torch_xla reads before any installed
+    libtpu) and XLA's INFO log on, whose "The PJRT plugin has PJRT API version" line tells a libtpu mismatch
+    (``output`` of the result). Returns ``{"installed": False}`` when torch_xla is not installed; raises
+    `ProbeFailed` when the child fails.
     """
     runtime = runtime or detect_runtime()
     env = dict(os.environ)
     env.pop("TPU_COURSE_FIGURES", None)
-    if not runtime.is_tpu_vm:
+    if runtime.is_tpu_vm:
+        env["TF_CPP_MIN_LOG_LEVEL"] = "0"  # XLA logs the plugin's PJRT API version at INFO
+        if libtpu_path:
+            env["TPU_LIBRARY_PATH"] = libtpu_path
+    else:
         env["PJRT_DEVICE"] = "CPU"
-    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    proc = subprocess.run([sys.executable, "-c", _TORCH_SCRIPT], env=env, capture_output=True, text=True,
-                          timeout=timeout)
+        env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    try:
+        proc = subprocess.run([sys.executable, "-c", _TORCH_SCRIPT], env=env, capture_output=True, text=True,
+                              timeout=timeout)
+    except subprocess.TimeoutExpired as e:
+        out = (e.stdout or b"") + (e.stderr or b"")
+        raise ProbeFailed(None, out.decode(errors="replace") if isinstance(out, bytes) else out) from None
+    output = f"{proc.stdout}\n{proc.stderr}"
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
     if proc.returncode != 0 or not lines:
-        tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-5:])
-        raise RuntimeError(f"the PyTorch/XLA check failed (exit {proc.returncode}). Last lines:\n{tail}\n"
-                           "On a TPU this usually means another process holds the TPU: stop other kernels "
-                           "using it (see /tmp/libtpu_lockfile) and retry.")
-    return json.loads(lines[-1])
+        raise ProbeFailed(proc.returncode, output)
+    return {**json.loads(lines[-1]), "output": output}
 
 
 HOST_XLA_MISSING = "could not find registered transfer manager for platform Host"
@@ -91,11 +110,11 @@ def require_host_xla(why: str) -> None:
                            "and 04 use the TPU.")
 
 
-def _tpu_device(runtime: Runtime) -> str | None:
-    """On a TPU VM: connect TensorFlow to the local TPU (initialising it) and return its first TPU device."""
+def _tpu_device(runtime: Runtime, tpu: bool) -> str | None:
+    """On a TPU VM (when `tpu`): connect TensorFlow to the local TPU (initialising it); its first TPU device."""
     import tensorflow as tf
 
-    if not runtime.is_tpu_vm:
+    if not (runtime.is_tpu_vm and tpu):
         return None
     tpus = tf.config.list_logical_devices("TPU")
     if not tpus:
@@ -106,11 +125,12 @@ def _tpu_device(runtime: Runtime) -> str | None:
     return tpus[0].name if tpus else None
 
 
-def tf_first_xla(runtime: Runtime | None = None) -> dict:
+def tf_first_xla(runtime: Runtime | None = None, *, tpu: bool = True) -> dict:
     """Compile and run a tiny function with ``jit_compile=True``; return its result and XLA's HLO text.
 
-    On a TPU VM it runs on the first TPU device (TensorFlow's TPU build has no XLA:CPU backend); elsewhere on the
-    CPU. Where no device can compile (the TPU build off a TPU) it returns ``xla: False`` and TensorFlow's error.
+    On a TPU VM it runs on the first TPU device (TensorFlow's TPU build has no XLA:CPU backend) unless ``tpu`` is
+    False (TensorFlow found no TPU: notebook 00 reports it); elsewhere on the CPU. Where no device can compile (the
+    TPU build on the host) it returns ``xla: False`` and TensorFlow's error.
     """
     import numpy as np
     import tensorflow as tf
@@ -118,7 +138,7 @@ def tf_first_xla(runtime: Runtime | None = None) -> dict:
     runtime = runtime or detect_runtime()
     xn = np.arange(6, dtype=np.float32).reshape(2, 3)
     out = {"expected": float((xn @ xn.T).sum()), "tensorflow": tf.__version__}
-    device = _tpu_device(runtime) or "/CPU:0"
+    device = _tpu_device(runtime, tpu) or "/CPU:0"
     if device == "/CPU:0":
         missing = tf_host_xla_missing()
         if missing:

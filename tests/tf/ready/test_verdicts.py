@@ -1,0 +1,269 @@
+"""Notebook 00's verdicts on the runtimes learners have, rehearsed on the CPU: Colab's v5e-1 and Kaggle's v5e-8 after
+the TensorFlow install cell (TensorFlow's libtpu 0.0.14 beside the image's torch_xla), a held TPU, the wrong
+TensorFlow build. Every case ends in a verdict, never a `WrongBuildError`. What a TPU would answer is injected (the
+installed versions, the lock holder, the probes, pip); the PyTorch/XLA probe itself runs for real where the CPU can
+run it, and with the real libtpu releases loaded by torch_xla (which logs their PJRT API version before it looks for
+a chip)."""
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from course_testing import held_libtpu_lock
+
+from tpu_helpers.core.runtime import Runtime
+from tpu_helpers.ready import first_xla, verdicts
+from tpu_helpers.ready.verdicts import Verdict
+
+COLAB_V5E_1 = Runtime("colab-tpu-vm", "colab", "v5litepod-1", "v5e", 1, 1)
+KAGGLE_V5E_8 = Runtime("kaggle-tpu-vm", "kaggle", "v5litepod-8", "v5e", 8, 8)
+CPU = Runtime("cpu", "local")
+PJRT_LINE = "I0000 pjrt_api.cc:167] The PJRT plugin has PJRT API version {}. The framework PJRT API version is {}."
+
+
+def dists(**versions):
+    names = {k.replace("_", "-"): v for k, v in versions.items()}
+    return lambda name: names.get(name)
+
+
+# Colab's TPU image after notebook 00's install cell: its torch_xla 2.9, TensorFlow's tensorflow-tpu and libtpu 0.0.14
+COLAB_AFTER_TF_PLAN = dists(torch_xla="2.9.0", tensorflow_tpu="2.20.0", libtpu="0.0.14")
+KAGGLE_AFTER_TF_PLAN = dists(torch_xla="2.8.0", tensorflow_tpu="2.20.0", libtpu="0.0.14")
+TORCH_XLA_29 = ['libtpu==0.0.21; extra == "tpu"', 'tpu-info; extra == "tpu"']
+TORCH_XLA_28 = ['libtpu==0.0.17; extra == "tpu"']
+
+
+class Calls:
+    """A stand-in that records its calls and answers with `answer` (or raises it)."""
+
+    def __init__(self, answer):
+        self.answer, self.calls = answer, []
+
+    def __call__(self, *args, **kwargs):
+        self.calls.append((args, kwargs))
+        if isinstance(self.answer, BaseException):
+            raise self.answer
+        return self.answer
+
+
+def tpu_result(output=""):
+    return {"installed": True, "device": "xla:0", "device_type": "TPU", "devices": 1, "value": 83.0,
+            "compilations": 1, "seconds": 0.1, "torch_xla": "2.9.0", "output": output}
+
+
+# ------------------------------------------------------------------------------------------------ builds
+def test_the_build_checks_report_instead_of_stopping_the_notebook():
+    no_one = lambda: None  # noqa: E731
+    cpu_build = dists(tensorflow="2.20.0", libtpu="0.0.14")  # the install cell not run (Kaggle ships tensorflow-cpu)
+    ok, found = verdicts.build_check(KAGGLE_V5E_8, "tf", installed=cpu_build, lock_holder=no_one)
+    assert not ok and "CPU build of TensorFlow" in found and "install cell" in found
+    ok, found = verdicts.build_check(COLAB_V5E_1, "tf", installed=COLAB_AFTER_TF_PLAN, lock_holder=no_one)
+    assert ok and "tensorflow-tpu 2.20.0, libtpu 0.0.14" in found
+    ok, found = verdicts.build_check(COLAB_V5E_1, "tf", probe_devices=True, installed=COLAB_AFTER_TF_PLAN,
+                                     tpu_devices=list, lock_holder=no_one)
+    assert not ok and "lists no TPU device" in found
+    ok, found = verdicts.build_check(CPU, "tf")
+    assert ok and "not on a TPU" in found
+
+
+def test_a_held_tpu_is_reported_with_its_holder(tmp_path):
+    from tpu_helpers.core.tpu_lock import libtpu_lock_holder
+
+    with held_libtpu_lock(tmp_path / "libtpu_lockfile", "-m", "ipykernel_launcher") as pid:
+        holder = lambda: libtpu_lock_holder(tmp_path / "libtpu_lockfile")  # noqa: E731
+        ok, found = verdicts.build_check(COLAB_V5E_1, "tf", installed=COLAB_AFTER_TF_PLAN, lock_holder=holder)
+        assert not ok and f"process {pid}" in found
+        probe = Calls(tpu_result())
+        verdict, result = verdicts.torch_verdict(COLAB_V5E_1, probe=probe, installed=COLAB_AFTER_TF_PLAN,
+                                                 requires=TORCH_XLA_29, fetch=Calls((None, "")), lock_holder=holder)
+    assert verdict.works is None and result is None and not probe.calls, "the chips are held: nothing probed"
+    assert f"process {pid}" in verdict.found and "ipykernel_launcher" in verdict.found and f"kill {pid}" in verdict.todo
+
+
+def test_this_kernel_holding_the_tpu_says_restart():
+    verdict, _ = verdicts.torch_verdict(COLAB_V5E_1, probe=Calls(tpu_result()), installed=COLAB_AFTER_TF_PLAN,
+                                        requires=TORCH_XLA_29, lock_holder=lambda: os.getpid())
+    assert verdict.works is None and "this kernel itself holds the TPU" in verdict.found
+    assert "restart the runtime" in verdict.todo
+
+
+# ---------------------------------------------------------------------------------- PyTorch/XLA's libtpu
+def test_torch_xla_s_own_libtpu_release_comes_from_its_metadata():
+    assert verdicts.torch_xla_libtpu(TORCH_XLA_29) == "0.0.21" and verdicts.torch_xla_libtpu(TORCH_XLA_28) == "0.0.17"
+    assert verdicts.torch_xla_libtpu(["numpy", "pyyaml"]) is None
+    assert verdicts.torch_xla_libtpu() == "0.0.21"  # this environment's torch_xla 2.9.0
+    assert verdicts.libtpu_matches("0.0.21.1", "0.0.21") and verdicts.libtpu_matches("0.0.21", "0.0.21")
+    assert not verdicts.libtpu_matches("0.0.14", "0.0.21") and not verdicts.libtpu_matches("0.0.210", "0.0.21")
+    assert not verdicts.libtpu_matches(None, "0.0.21")
+
+
+def test_the_pjrt_api_line_is_read_from_the_child_s_log():
+    assert verdicts.pjrt_api_versions("x\n" + PJRT_LINE.format("0.68", "0.75") + "\ny") == ("0.68", "0.75")
+    assert verdicts.pjrt_api_versions("no such line") is None
+
+
+class FakePip:
+    """pip for `fetch_libtpu`: the exact release has no wheel for this Python, its post-release has (0.0.21 on
+    Python 3.13), as the package registry has it."""
+
+    def __init__(self, wheels=("0.0.21.1",)):
+        self.wheels, self.specs = wheels, []
+
+    def __call__(self, argv, **kwargs):
+        import subprocess
+
+        spec, folder = argv[-1], Path(argv[argv.index("--target") + 1])
+        self.specs.append(spec)
+        want = spec.split("==", 1)[1]
+        match = [w for w in self.wheels if w == want or (want.endswith(".*") and w.startswith(want[:-1]))]
+        if not match:
+            return subprocess.CompletedProcess(argv, 1, "", f"ERROR: No matching distribution found for {spec}\n")
+        (folder / "libtpu").mkdir(parents=True, exist_ok=True)
+        (folder / "libtpu" / "libtpu.so").write_bytes(b"")
+        (folder / f"libtpu-{match[-1]}.dist-info").mkdir(exist_ok=True)
+        return subprocess.CompletedProcess(argv, 0, "", "")
+
+
+def test_fetch_libtpu_takes_the_post_release_when_the_release_has_no_wheel(tmp_path):
+    pip = FakePip()
+    path, what = verdicts.fetch_libtpu("0.0.21", folder=tmp_path / "side", run=pip)
+    assert path == str(tmp_path / "side" / "libtpu" / "libtpu.so") and "libtpu 0.0.21.1" in what
+    assert pip.specs == ["libtpu==0.0.21", "libtpu==0.0.21.*"]
+    again = FakePip()
+    assert verdicts.fetch_libtpu("0.0.21", folder=tmp_path / "side", run=again)[0] == path and not again.specs
+    path, what = verdicts.fetch_libtpu("0.0.17", folder=tmp_path / "none", run=FakePip(wheels=()))
+    assert path is None and "pip could not install libtpu==0.0.17.*" in what and "No matching distribution" in what
+
+
+def test_colab_v5e_1_probes_torch_xla_with_its_own_libtpu():
+    probe, fetch = Calls(tpu_result(PJRT_LINE.format("0.75", "0.75"))), Calls(("/side/libtpu/libtpu.so", "libtpu 0.0.21.1 from /side"))
+    verdict, result = verdicts.torch_verdict(COLAB_V5E_1, probe=probe, installed=COLAB_AFTER_TF_PLAN,
+                                             requires=TORCH_XLA_29, fetch=fetch, lock_holder=lambda: None)
+    assert fetch.calls == [(("0.0.21",), {})]
+    assert probe.calls == [((COLAB_V5E_1,), {"libtpu_path": "/side/libtpu/libtpu.so"})]
+    assert verdict.works is True and verdict.where == "TPU" and result["device_type"] == "TPU"
+    assert "asks libtpu 0.0.21" in verdict.found and "libtpu 0.0.21.1 from /side" in verdict.found
+    assert "PJRT API: plugin 0.75, framework 0.75" in verdict.found
+
+
+def test_a_runtime_with_torch_xla_s_libtpu_needs_no_side_folder():
+    probe, fetch = Calls(tpu_result()), Calls((None, ""))
+    verdict, _ = verdicts.torch_verdict(COLAB_V5E_1, probe=probe, installed=dists(torch_xla="2.9.0", libtpu="0.0.21.1"),
+                                        requires=TORCH_XLA_29, fetch=fetch, lock_holder=lambda: None)
+    assert verdict.works is True and not fetch.calls and probe.calls[0][1] == {"libtpu_path": None}
+
+
+def test_kaggle_v5e_8_without_network_names_the_libtpu_mismatch_not_another_process():
+    output = "\n".join([PJRT_LINE.format("0.68", "0.70"), "RuntimeError: TPU initialization failed"])
+    probe = Calls(first_xla.ProbeFailed(1, output))
+    fetch = Calls((None, "pip could not install libtpu==0.0.17.* into /side (network unreachable)"))
+    verdict, result = verdicts.torch_verdict(KAGGLE_V5E_8, probe=probe, installed=KAGGLE_AFTER_TF_PLAN,
+                                             requires=TORCH_XLA_28, fetch=fetch, lock_holder=lambda: None)
+    assert verdict.works is False and result is None and probe.calls[0][1] == {"libtpu_path": None}
+    assert verdict.found.startswith("libtpu mismatch (exit 1)")
+    assert "torch_xla asks libtpu 0.0.17, this runtime has libtpu 0.0.14" in verdict.found
+    assert "PJRT API version 0.68, torch_xla's framework 0.70" in verdict.found
+    assert "network unreachable" in verdict.found and "install cell" in verdict.todo and "(0.0.17)" in verdict.todo
+    assert "another process" not in verdict.line().replace("Nothing else holds", "")
+
+
+def test_the_pjrt_line_alone_names_a_mismatch():
+    found, todo = verdicts.torch_failure(PJRT_LINE.format("0.68", "0.75"), 1, have="0.0.21", want="0.0.21", side=True)
+    assert found.startswith("libtpu mismatch") and "0.68" in found and "asks libtpu" not in found
+
+
+def test_a_failure_with_no_mismatch_shows_the_child_s_last_lines():
+    output = PJRT_LINE.format("0.75", "0.75") + "\nline a\nRuntimeError: something else"
+    verdict, _ = verdicts.torch_verdict(COLAB_V5E_1, probe=Calls(first_xla.ProbeFailed(1, output)),
+                                        installed=dists(torch_xla="2.9.0", libtpu="0.0.21.1"), requires=TORCH_XLA_29,
+                                        lock_holder=lambda: None)
+    assert verdict.works is False and "no libtpu mismatch" in verdict.found
+    assert "RuntimeError: something else" in verdict.found and "notebook 02" in verdict.todo
+    timed_out, _ = verdicts.torch_failure("", None, have="0.0.21", want="0.0.21", side=False)
+    assert "timed out" in timed_out
+
+
+def test_torch_xla_on_the_wrong_device_or_missing():
+    cpu_result = {**tpu_result(), "device_type": "CPU"}
+    verdict, _ = verdicts.torch_verdict(COLAB_V5E_1, probe=Calls(cpu_result), installed=dists(torch_xla="2.9.0",
+                                        libtpu="0.0.21"), requires=TORCH_XLA_29, lock_holder=lambda: None)
+    assert verdict.works is False and "ran on CPU, not the TPU" in verdict.found and "PJRT_DEVICE" in verdict.todo
+    probe = Calls(tpu_result())
+    verdict, _ = verdicts.torch_verdict(COLAB_V5E_1, probe=probe, installed=dists(tensorflow_tpu="2.20.0"))
+    assert verdict.works is None and "not installed" in verdict.found and not probe.calls
+
+
+def test_the_real_probe_on_this_cpu():
+    verdict, result = verdicts.torch_verdict(CPU)
+    assert verdict.works is True and verdict.where == "CPU", verdict.line()
+    assert result["value"] == 83.0 and result["device_type"] == "CPU"
+
+
+@pytest.fixture(scope="module")
+def real_libtpu():
+    """libtpu 0.0.14 (TensorFlow's) and 0.0.21 (torch_xla 2.9's) from the package registry, in side folders."""
+    found = {}
+    for version in ("0.0.14", "0.0.21"):
+        path, what = verdicts.fetch_libtpu(version)
+        if not path:
+            pytest.skip(f"needs libtpu {version} from the package registry: {what}")
+        found[version] = path
+    return found
+
+
+def test_the_real_libtpu_mismatch_is_named_from_torch_xla_s_own_log(real_libtpu, monkeypatch):
+    """torch_xla 2.9 loading TensorFlow's libtpu 0.0.14 logs "PJRT API version 0.68 ... 0.75" before it looks for a
+    chip; with its own 0.0.21 from the side folder (``TPU_LIBRARY_PATH``) the versions agree. Off a TPU both then
+    fail to find one, which the verdict must not blame on a libtpu mismatch in the second case."""
+    monkeypatch.setenv("PJRT_DEVICE", "TPU")  # make the child load libtpu here, where there is no chip
+    monkeypatch.setenv("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")  # and leave /tmp/libtpu_lockfile alone
+    monkeypatch.setenv("TPU_SKIP_MDS_QUERY", "1")  # no TPU VM metadata server here
+    tensorflow_s = lambda rt, libtpu_path: first_xla.torch_xla_first_xla(  # noqa: E731
+        rt, libtpu_path=libtpu_path or real_libtpu["0.0.14"])  # the installed libtpu: TensorFlow's
+    verdict, _ = verdicts.torch_verdict(COLAB_V5E_1, probe=tensorflow_s, installed=COLAB_AFTER_TF_PLAN,
+                                        fetch=lambda version: (None, "no network"), lock_holder=lambda: None)
+    assert verdict.works is False and "PJRT API version 0.68, torch_xla's framework 0.75" in verdict.found, verdict.found
+    own = lambda version: (real_libtpu[version], f"libtpu {version}")  # noqa: E731
+    verdict, _ = verdicts.torch_verdict(COLAB_V5E_1, probe=tensorflow_s, installed=COLAB_AFTER_TF_PLAN, fetch=own,
+                                        lock_holder=lambda: None)
+    assert verdict.works is False and "no libtpu mismatch" in verdict.found, verdict.found
+
+
+# ------------------------------------------------------------------------------------------ TensorFlow
+def test_tensorflow_verdicts():
+    listed = {"xla": True, "device": "/device:TPU:0", "tensorflow": "2.20.0", "devices": ["/device:TPU:0"]}
+    assert verdicts.tf_verdict(COLAB_V5E_1, True, "8 TPU devices", listed) == Verdict(
+        "tf", True, "TPU", "TensorFlow 2.20.0 compiled with XLA on /device:TPU:0.")
+    host_only = {"xla": False, "why": "could not find registered transfer manager for platform Host",
+                 "device": "/CPU:0", "tensorflow": "2.20.0"}
+    none_found = "tensorflow-tpu 2.20.0 with libtpu 0.0.14 lists no TPU device. ... PROFILE = \"cpu\" ..."
+    verdict = verdicts.tf_verdict(KAGGLE_V5E_8, False, none_found, host_only)
+    assert verdict.works is False and verdict.found == none_found
+    cpu_build = {"xla": True, "device": "/CPU:0", "tensorflow": "2.20.0"}
+    verdict = verdicts.tf_verdict(KAGGLE_V5E_8, False, "this kernel has the CPU build of TensorFlow", cpu_build)
+    assert verdict.works is False and "Only this machine's CPU" in verdict.found
+    broken = {"xla": False, "why": "NotFoundError on the TPU: boom", "tpu_error": True}
+    verdict = verdicts.tf_verdict(COLAB_V5E_1, True, "1 TPU devices", broken)
+    assert verdict.works is False and "could not use it" in verdict.found and "PROFILE" in verdict.todo
+    assert verdicts.tf_verdict(CPU, True, "not on a TPU", {**cpu_build}).where == "CPU"
+    verdict = verdicts.tf_verdict(CPU, True, "not on a TPU", host_only)
+    assert verdict.works is False and "CPU build" in verdict.todo
+
+
+def test_tf_probe_reports_a_tpu_error_and_stays_on_the_cpu_without_the_tpu():
+    failing = Calls(RuntimeError("TPU initialization failed\nmore"))
+    result = verdicts.tf_probe(COLAB_V5E_1, True, run=failing)
+    assert result["xla"] is False and result["why"] == "RuntimeError on the TPU: TPU initialization failed"
+    assert failing.calls[0][1] == {"tpu": True}
+    on_cpu = Calls({"xla": True})
+    verdicts.tf_probe(COLAB_V5E_1, False, run=on_cpu)
+    assert on_cpu.calls[0][1] == {"tpu": False}
+    with pytest.raises(RuntimeError):
+        verdicts.tf_probe(CPU, False, run=failing)  # off a TPU an error is a bug, not a verdict
+
+
+def test_the_report_has_one_paragraph_per_framework():
+    text = verdicts.report([Verdict("torch", True, "TPU", "ran."), Verdict("tf", False, "", "no TPU.", "use cpu.")])
+    assert text.splitlines() == ["- PyTorch/XLA: works here (on the TPU). ran.",
+                                 "- TensorFlow: does not work here. no TPU. To do: use cpu."]
+    assert sys.modules.get("torch_xla") is None

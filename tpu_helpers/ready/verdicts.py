@@ -1,0 +1,226 @@
+"""Notebook 00's verdicts: for each framework, does it work on this runtime, and if not, what to do.
+
+On a TPU a framework can fail in ways a learner cannot tell apart from a traceback: the wrong build installed
+(`check_tpu_build`'s `WrongBuildError`), another process holding the chips (`TPUHeldError`), or PyTorch/XLA loading
+a libtpu of another release. Notebook 00 runs in a TensorFlow kernel, whose install cell replaces the image's libtpu
+with TensorFlow's (``libtpu==0.0.14``), while torch_xla 2.9 (Colab) asks 0.0.21 and torch_xla 2.8 (Kaggle) 0.0.17:
+the PyTorch/XLA probe gets torch_xla's own libtpu in a side folder (`fetch_libtpu`), and a failure names the
+mismatch when the versions or the child's "PJRT API version" line show one. These functions turn each case into a
+`Verdict` and never raise for them, so notebook 00 runs to its end on Colab's v5e-1 and Kaggle's v5e-8 and reports.
+Everything a TPU would answer (installed versions, the lock holder, the probes, pip) is injectable for tests.
+"""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from tpu_helpers.core import tpu_lock
+from tpu_helpers.core.frameworks import TPUHeldError, WrongBuildError, check_tpu_build
+from tpu_helpers.ready import first_xla
+
+__all__ = ["Verdict", "build_check", "torch_xla_libtpu", "libtpu_matches", "fetch_libtpu", "pjrt_api_versions",
+           "torch_failure", "torch_verdict", "tf_probe", "tf_verdict", "report", "NAMES"]
+
+NAMES = {"tf": "TensorFlow", "torch": "PyTorch/XLA"}
+# XLA's pjrt_api.cc logs it (INFO) when a framework loads a PJRT plugin such as libtpu
+_PJRT_LINE = re.compile(r"PJRT plugin has PJRT API version (\d+\.\d+)\. The framework PJRT API version is (\d+\.\d+)")
+SIDE_FOLDER = Path.home() / ".cache" / "tpu-course"  # where `fetch_libtpu` puts a framework's own libtpu
+_TORCH_NOTEBOOKS = "The PyTorch/XLA notebooks (02, 05-07) install torch_xla's own libtpu in their install cell"
+
+
+def _installed(name: str) -> str | None:
+    """The installed version of distribution `name`, or None."""
+    from importlib import metadata
+
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One framework here: ``works`` (True, False, or None: not checked), where it ran, what was found, what to do."""
+
+    framework: str  # "tf" or "torch"
+    works: bool | None
+    where: str  # "TPU", "CPU" ... ("" when it ran nowhere)
+    found: str
+    todo: str = ""
+
+    def line(self) -> str:
+        """The verdict in one paragraph for the learner."""
+        state = {True: f"works here (on the {self.where})", False: "does not work here", None: "not checked"}
+        text = f"{NAMES[self.framework]}: {state[self.works]}. {self.found}"
+        return text + (f" To do: {self.todo}" if self.todo else "")
+
+
+def build_check(runtime, framework: str, *, probe_devices: bool = False, **inject) -> tuple[bool, str]:
+    """(True, what `check_tpu_build` says) or (False, its `WrongBuildError` / `TPUHeldError` message); never raises
+    them. ``inject``: `check_tpu_build`'s ``installed``, ``tpu_devices``, ``lock_holder``."""
+    try:
+        return True, check_tpu_build(runtime, framework, probe_devices=probe_devices, **inject)
+    except (WrongBuildError, TPUHeldError) as e:
+        return False, str(e)
+
+
+def torch_xla_libtpu(requires: list[str] | None = None) -> str | None:
+    """The libtpu release torch_xla's ``[tpu]`` extra pins (its metadata: ``libtpu==0.0.21`` for 2.9), or None."""
+    if requires is None:
+        from importlib import metadata
+
+        try:
+            requires = metadata.requires("torch-xla") or []
+        except metadata.PackageNotFoundError:
+            return None
+    for req in requires:
+        m = re.fullmatch(r"libtpu\s*==\s*([0-9][0-9.]*)\s*;\s*extra\s*==\s*['\"]tpu['\"]", req.strip())
+        if m:
+            return m.group(1)
+    return None
+
+
+def libtpu_matches(have: str | None, want: str) -> bool:
+    """Whether libtpu `have` is release `want` or a post-release of it (0.0.21.1 for 0.0.21)."""
+    return bool(have) and (have == want or have.startswith(want + "."))
+
+
+def fetch_libtpu(version: str, *, folder: Path | None = None, run: Callable = subprocess.run) -> tuple[str | None, str]:
+    """Put libtpu `version` (else its newest post-release: 0.0.21 has no wheel for Python 3.13, 0.0.21.1 has) in a
+    side folder with ``pip install --target --no-deps``, leaving the installed libtpu alone. Returns (its
+    ``libtpu.so``, or None when pip failed; what happened). ``run`` (subprocess.run) is injectable for tests."""
+    folder = Path(folder or SIDE_FOLDER / f"libtpu-{version}")
+    found = sorted(folder.glob("libtpu/libtpu.so"))
+    problem = ""
+    for spec in ([] if found else [f"libtpu=={version}", f"libtpu=={version}.*"]):
+        proc = run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--upgrade", "--target",
+                    str(folder), spec], capture_output=True, text=True)
+        found = sorted(folder.glob("libtpu/libtpu.so"))
+        if proc.returncode == 0 and found:
+            break
+        problem = (proc.stderr or proc.stdout or "").strip().splitlines()[-1:] or [f"exit {proc.returncode}"]
+        problem = f"pip could not install {spec} into {folder} ({problem[0][:200]})"
+    if not found:
+        return None, problem
+    got = sorted(p.name[len("libtpu-"):-len(".dist-info")] for p in folder.glob("libtpu-*.dist-info"))
+    return str(found[0]), f"libtpu {got[-1] if got else version} from {folder}"
+
+
+def pjrt_api_versions(output: str) -> tuple[str, str] | None:
+    """(the PJRT plugin's API version, the framework's) from XLA's log line, or None when the output has none."""
+    m = _PJRT_LINE.search(output or "")
+    return (m.group(1), m.group(2)) if m else None
+
+
+def torch_failure(output: str, returncode: int | None, *, have: str | None, want: str | None,
+                  side: bool) -> tuple[str, str]:
+    """(what went wrong, what to do) when the PyTorch/XLA probe failed on a TPU: a libtpu mismatch when the versions
+    (``have`` installed vs ``want`` asked by torch_xla, unless the probe had its own libtpu: ``side``) or the PJRT
+    API line show one, else the child's last lines."""
+    pjrt = pjrt_api_versions(output)
+    tail = " | ".join(ln.strip() for ln in (output or "").strip().splitlines()[-3:])
+    exit_ = "timed out" if returncode is None else f"exit {returncode}"
+    versions = bool(want) and not side and not libtpu_matches(have, want)
+    api = bool(pjrt) and pjrt[0] != pjrt[1]
+    if versions or api:
+        why = []
+        if versions:
+            why.append(f"torch_xla asks libtpu {want}, this runtime has libtpu {have or '(none)'} (this TensorFlow "
+                       "notebook's install cell installed TensorFlow's)")
+        if api:
+            why.append(f"the PJRT plugin (libtpu) has PJRT API version {pjrt[0]}, torch_xla's framework {pjrt[1]}")
+        return (f"libtpu mismatch ({exit_}): " + "; ".join(why) + ".",
+                f"{_TORCH_NOTEBOOKS}{f' ({want})' if want else ''}: run them as they are (restart the runtime when "
+                "their install cell says so). Nothing else holds the TPU here.")
+    return (f"the PyTorch/XLA check failed on the TPU ({exit_}), with no libtpu mismatch and no other process "
+            f"holding the chips; its last lines: {tail}",
+            "restart the runtime and run notebook 02 from the top; if it fails there too, report these lines.")
+
+
+def torch_verdict(runtime, *, probe: Callable | None = None, installed: Callable = _installed,
+                  requires: list[str] | None = None, fetch: Callable = fetch_libtpu,
+                  lock_holder: Callable[[], int | None] | None = None) -> tuple[Verdict, dict | None]:
+    """PyTorch/XLA's verdict and the probe's result (None when it did not run or failed). On a TPU VM the probe runs
+    with torch_xla's own libtpu (`fetch_libtpu` when the installed one is another release), after checking that no
+    other process holds the chips. ``probe`` (`first_xla.torch_xla_first_xla`), ``installed``, ``requires``,
+    ``fetch`` and ``lock_holder`` are injectable for tests."""
+    probe = probe or first_xla.torch_xla_first_xla
+    xla = installed("torch-xla")
+    if not xla:
+        return Verdict("torch", None, "", "torch_xla is not installed in this runtime.",
+                       "nothing here: the PyTorch/XLA notebooks (02, 05-07) install it in their install cell."), None
+    where, note, path, have, want = "CPU", "", None, installed("libtpu"), None
+    if runtime.is_tpu_vm:
+        where = "TPU"
+        pid = (lock_holder or (lambda: tpu_lock.libtpu_lock_holder(self_pid=-1)))()
+        if pid == os.getpid():
+            return Verdict("torch", None, where, "not checked: this kernel itself holds the TPU (TensorFlow took it "
+                           "when section 4 ran).", "restart the runtime and run this notebook from the top."), None
+        if pid is not None:
+            what, fix = tpu_lock.held_message(pid)
+            return Verdict("torch", None, where, f"not checked: {what}", fix), None
+        want = torch_xla_libtpu(requires)
+        if want and not libtpu_matches(have, want):
+            path, fetched = fetch(want)
+            note = (f" torch_xla {xla} asks libtpu {want}; this runtime has libtpu {have or '(none)'} (TensorFlow's, "
+                    "from this notebook's install cell), so the check ran with "
+                    + (f"{fetched}." if path else f"the installed one: {fetched}."))
+    try:
+        result = probe(runtime, libtpu_path=path)
+    except first_xla.ProbeFailed as e:
+        if not runtime.is_tpu_vm:
+            return Verdict("torch", False, "", f"the PyTorch/XLA check failed on the CPU: {e}",
+                           "reinstall the course's environment (./course setup) and run again."), None
+        found, todo = torch_failure(e.output, e.returncode, have=have, want=want, side=bool(path))
+        return Verdict("torch", False, "", found + note, todo), None
+    if not result.get("installed"):
+        return Verdict("torch", None, "", f"torch_xla does not import here ({result.get('error')}).",
+                       "nothing here: the PyTorch/XLA notebooks install it in their install cell."), None
+    if result["device_type"] != where:
+        return Verdict("torch", False, result["device_type"], f"torch_xla {xla} ran on {result['device_type']}, "
+                       f"not the {where}.{note}", "unset PJRT_DEVICE, restart the runtime and run from the top."), result
+    pjrt = pjrt_api_versions(result.get("output", ""))
+    api = f" PJRT API: plugin {pjrt[0]}, framework {pjrt[1]}." if pjrt else ""
+    return Verdict("torch", True, where, f"torch_xla {result['torch_xla']} computed on {result['device']} "
+                   f"({result['devices']} device(s)).{api}{note}"), result
+
+
+def tf_probe(runtime, tpu: bool, *, run: Callable | None = None) -> dict:
+    """`first_xla.tf_first_xla` on the TPU when `tpu` (TensorFlow listed it), else on the CPU; on a TPU VM an error
+    connecting to or compiling on the TPU comes back as ``xla: False`` with TensorFlow's message, not raised."""
+    run = run or first_xla.tf_first_xla
+    if not (runtime.is_tpu_vm and tpu):
+        return run(runtime, tpu=False)
+    try:
+        return run(runtime, tpu=True)
+    except Exception as e:  # noqa: BLE001  (TensorFlow raises several types when it cannot use the TPU)
+        first = str(e).strip().splitlines()[0][:300] if str(e).strip() else ""
+        return {"xla": False, "why": f"{type(e).__name__} on the TPU: {first}", "device": None, "devices": [],
+                "tpu_error": True}
+
+
+def tf_verdict(runtime, tpu_ok: bool, tpu_found: str, tf_check: dict) -> Verdict:
+    """TensorFlow's verdict from `build_check` (with ``probe_devices=True``: did it list the TPU) and `tf_probe`."""
+    compiled = f"TensorFlow {tf_check.get('tensorflow', '')} compiled with XLA on {tf_check.get('device')}."
+    if runtime.is_tpu_vm and not tpu_ok:
+        cpu = f" (Only this machine's CPU: {compiled})" if tf_check.get("xla") else ""
+        return Verdict("tf", False, "", tpu_found + cpu)
+    if tf_check.get("xla"):
+        where = "TPU" if ":TPU:" in str(tf_check.get("device")) else "CPU"
+        return Verdict("tf", True, where, compiled)
+    if tf_check.get("tpu_error"):
+        return Verdict("tf", False, "", f"TensorFlow lists the TPU but could not use it: {tf_check['why']}",
+                       "the TensorFlow notebooks (01, 03, 04) run with the 'cpu' profile (PROFILE = \"cpu\") "
+                       "on a CPU runtime; the PyTorch/XLA ones use this TPU.")
+    return Verdict("tf", False, "", f"TensorFlow compiled nothing here: {tf_check.get('why')}.",
+                   "off a TPU use TensorFlow's CPU build (./course, or a CPU runtime's install cell).")
+
+
+def report(verdicts: list[Verdict]) -> str:
+    """The verdicts, one paragraph each, for the end of notebook 00."""
+    return "\n".join(f"- {v.line()}" for v in verdicts)
