@@ -60,13 +60,15 @@ class Verdict:
         return text + (f" To do: {self.todo}" if self.todo else "")
 
 
-def build_check(runtime, framework: str, *, probe_devices: bool = False, **inject) -> tuple[bool, str]:
-    """(True, what `check_tpu_build` says) or (False, its `WrongBuildError` / `TPUHeldError` message); never raises
-    them. ``inject``: `check_tpu_build`'s ``installed``, ``tpu_devices``, ``lock_holder``."""
+def build_check(runtime, framework: str, *, probe_devices: bool = False, **inject) -> tuple[bool | None, str]:
+    """(True, what `check_tpu_build` says), (False, its `WrongBuildError` message) or (None, its `TPUHeldError`
+    message: nothing checked); never raises them. ``inject``: its ``installed``, ``tpu_devices``, ``lock_holder``."""
     try:
         return True, check_tpu_build(runtime, framework, probe_devices=probe_devices, **inject)
-    except (WrongBuildError, TPUHeldError) as e:
+    except WrongBuildError as e:
         return False, str(e)
+    except TPUHeldError as e:
+        return None, str(e)
 
 
 def torch_xla_libtpu(requires: list[str] | None = None) -> str | None:
@@ -159,11 +161,11 @@ def torch_verdict(runtime, *, probe: Callable | None = None, installed: Callable
         where = "TPU"
         pid = (lock_holder or (lambda: tpu_lock.libtpu_lock_holder(self_pid=-1)))()
         if pid == os.getpid():
-            return Verdict("torch", None, where, "not checked: this kernel itself holds the TPU (TensorFlow took it "
-                           "when section 4 ran).", "restart the runtime and run this notebook from the top."), None
+            return Verdict("torch", None, where, "This kernel itself holds the TPU (TensorFlow took it when section 4 "
+                           "ran).", "restart the runtime and run this notebook from the top."), None
         if pid is not None:
             what, fix = tpu_lock.held_message(pid)
-            return Verdict("torch", None, where, f"not checked: {what}", fix), None
+            return Verdict("torch", None, where, what, fix), None
         want = torch_xla_libtpu(requires)
         if want and not libtpu_matches(have, want):
             path, fetched = fetch(want)
@@ -190,23 +192,27 @@ def torch_verdict(runtime, *, probe: Callable | None = None, installed: Callable
                    f"({result['devices']} device(s)).{api}{note}"), result
 
 
-def tf_probe(runtime, tpu: bool, *, run: Callable | None = None) -> dict:
+def tf_probe(runtime, tpu: bool | None, *, run: Callable | None = None) -> dict:
     """`first_xla.tf_first_xla` on the TPU when `tpu` (TensorFlow listed it), else on the CPU; on a TPU VM an error
-    connecting to or compiling on the TPU comes back as ``xla: False`` with TensorFlow's message, not raised."""
-    run = run or first_xla.tf_first_xla
-    if not (runtime.is_tpu_vm and tpu):
+    (connecting to the TPU, compiling there or on the host) comes back as ``xla: False`` with TensorFlow's message,
+    not raised."""
+    run, tpu = run or first_xla.tf_first_xla, bool(tpu)
+    if not runtime.is_tpu_vm:
         return run(runtime, tpu=False)
     try:
-        return run(runtime, tpu=True)
+        return run(runtime, tpu=tpu)
     except Exception as e:  # noqa: BLE001  (TensorFlow raises several types when it cannot use the TPU)
         first = str(e).strip().splitlines()[0][:300] if str(e).strip() else ""
-        return {"xla": False, "why": f"{type(e).__name__} on the TPU: {first}", "device": None, "devices": [],
-                "tpu_error": True}
+        return {"xla": False, "why": f"{type(e).__name__} on the {'TPU' if tpu else 'host'}: {first}",
+                "device": None, "devices": [], "tpu_error": tpu}
 
 
-def tf_verdict(runtime, tpu_ok: bool, tpu_found: str, tf_check: dict) -> Verdict:
-    """TensorFlow's verdict from `build_check` (with ``probe_devices=True``: did it list the TPU) and `tf_probe`."""
+def tf_verdict(runtime, tpu_ok: bool | None, tpu_found: str, tf_check: dict) -> Verdict:
+    """TensorFlow's verdict from `build_check` (with ``probe_devices=True``: did it list the TPU; None: the TPU is
+    held) and `tf_probe`."""
     compiled = f"TensorFlow {tf_check.get('tensorflow', '')} compiled with XLA on {tf_check.get('device')}."
+    if runtime.is_tpu_vm and tpu_ok is None:
+        return Verdict("tf", None, "", tpu_found)
     if runtime.is_tpu_vm and not tpu_ok:
         cpu = f" (Only this machine's CPU: {compiled})" if tf_check.get("xla") else ""
         return Verdict("tf", False, "", tpu_found + cpu)

@@ -72,18 +72,21 @@ def test_a_held_tpu_is_reported_with_its_holder(tmp_path):
     with held_libtpu_lock(tmp_path / "libtpu_lockfile", "-m", "ipykernel_launcher") as pid:
         holder = lambda: libtpu_lock_holder(tmp_path / "libtpu_lockfile")  # noqa: E731
         ok, found = verdicts.build_check(COLAB_V5E_1, "tf", installed=COLAB_AFTER_TF_PLAN, lock_holder=holder)
-        assert not ok and f"process {pid}" in found
+        assert ok is None and f"process {pid}" in found
+        tf_held = verdicts.tf_verdict(COLAB_V5E_1, ok, found, {"xla": True, "device": "/CPU:0"})
+        assert tf_held.works is None and tf_held.line().startswith("TensorFlow: not checked. The TPU is already in use")
         probe = Calls(tpu_result())
         verdict, result = verdicts.torch_verdict(COLAB_V5E_1, probe=probe, installed=COLAB_AFTER_TF_PLAN,
                                                  requires=TORCH_XLA_29, fetch=Calls((None, "")), lock_holder=holder)
     assert verdict.works is None and result is None and not probe.calls, "the chips are held: nothing probed"
     assert f"process {pid}" in verdict.found and "ipykernel_launcher" in verdict.found and f"kill {pid}" in verdict.todo
+    assert verdict.line().startswith("PyTorch/XLA: not checked. The TPU is already in use by process")
 
 
 def test_this_kernel_holding_the_tpu_says_restart():
     verdict, _ = verdicts.torch_verdict(COLAB_V5E_1, probe=Calls(tpu_result()), installed=COLAB_AFTER_TF_PLAN,
                                         requires=TORCH_XLA_29, lock_holder=lambda: os.getpid())
-    assert verdict.works is None and "this kernel itself holds the TPU" in verdict.found
+    assert verdict.works is None and verdict.found.startswith("This kernel itself holds the TPU")
     assert "restart the runtime" in verdict.todo
 
 
@@ -258,6 +261,8 @@ def test_tf_probe_reports_a_tpu_error_and_stays_on_the_cpu_without_the_tpu():
     on_cpu = Calls({"xla": True})
     verdicts.tf_probe(COLAB_V5E_1, False, run=on_cpu)
     assert on_cpu.calls[0][1] == {"tpu": False}
+    host = verdicts.tf_probe(KAGGLE_V5E_8, False, run=failing)  # TensorFlow found no TPU, and the host fails too
+    assert host["xla"] is False and host["why"].startswith("RuntimeError on the host") and not host["tpu_error"]
     with pytest.raises(RuntimeError):
         verdicts.tf_probe(CPU, False, run=failing)  # off a TPU an error is a bug, not a verdict
 
