@@ -38,8 +38,11 @@ TPU_PCI_DEVICE_IDS: dict[str, str] = {
 # Cores that show up as separate devices per chip: v2/v3 have two TensorCores per chip that are two
 # devices; v4/v5p fuse theirs ("megacore"), v5e/v6e have one.
 _DEVICES_PER_CHIP = {"v2": 2, "v3": 2, "v4": 1, "v5p": 1, "v5e": 1, "v6e": 1}
-# TensorCores per chip; in an accelerator type "vX-N", N counts TensorCores where a chip has two (v2-v5p) and chips
-# otherwise (v5e/v6e).
+# TensorCores per chip. In an accelerator type "vX-N", N counts TensorCores on every generation whose chip has two
+# (v2, v3, v4 and v5p: a v4-8 and a v5p-8 are 4 chips), and chips on v5e/v6e, one TensorCore each. Google's pages:
+# v3 and v4 "Each ... chip contains two TensorCores" (https://cloud.google.com/tpu/docs/v3, .../v4); v5p's table
+# lists 2x2x1 as 8 cores, 4 chips, and its accelerator type counts the slice's TensorCores
+# (https://cloud.google.com/tpu/docs/v5p-training); v5e/v6e: one TensorCore per chip (.../v5e, .../v6e).
 _TENSORCORES_PER_CHIP = {"v2": 2, "v3": 2, "v4": 2, "v5p": 2, "v5e": 1, "v6e": 1}
 # Chips per host of single-host slices and of pod slices, from Cloud TPU's system architecture pages:
 # v2/v3/v4/v5p hosts have 4 chips; a v5e host has 8 (https://cloud.google.com/tpu/docs/v5e).

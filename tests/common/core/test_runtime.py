@@ -85,6 +85,12 @@ def test_cloud_tpu_vm_v4_megacore(tmp_path):
     assert (rt.generation, rt.chips, rt.devices, rt.accelerator_type) == ("v4", 4, 4, "v4-8")
 
 
+def test_cloud_tpu_vm_v5p_names_its_slice_by_tensorcores(tmp_path):
+    # a v5p host's 4 chips (megacore: one device each) make a v5p-8, as Google names it
+    rt = detect_runtime({}, make_root(tmp_path, vfio=4, pci=[("0x1ae0", "0x0062")] * 4))
+    assert (rt.generation, rt.chips, rt.devices, rt.accelerator_type) == ("v5p", 4, 4, "v5p-8")
+
+
 def test_pod_slice_host_counts_local_chips(tmp_path):
     # A v3-32 is 4 hosts; this host sees its own 4 chips (8 devices); the type names the whole slice.
     rt = detect_runtime({"TPU_ACCELERATOR_TYPE": "v3-32"}, make_root(tmp_path, accel=4))
@@ -115,6 +121,8 @@ def test_other_google_pci_devices_are_not_tpus(tmp_path):
 @pytest.mark.parametrize("name,expected", [
     ("v2-8", ("v2", 4, 8)), ("v3-8", ("v3", 4, 8)), ("v3-32", ("v3", 16, 32)), ("v4-8", ("v4", 4, 8)),
     ("v5litepod-1", ("v5e", 1, 1)), ("v5litepod-8", ("v5e", 8, 8)), ("v5p-8", ("v5p", 4, 8)), ("v6e-8", ("v6e", 8, 8)),
+    # v4 and v5p names count TensorCores too, 2 per chip (Google's v4 and v5p pages: v5p's 2x2x1 is 8 cores, 4 chips)
+    ("v4-32", ("v4", 16, 32)), ("v5p-16", ("v5p", 8, 16)), ("v5p-128", ("v5p", 64, 128)), ("v6e-1", ("v6e", 1, 1)),
 ])
 def test_parse_accelerator_type(name, expected):
     assert parse_accelerator_type(name) == expected
@@ -127,6 +135,7 @@ def test_parse_accelerator_type_rejects_garbage():
 
 @pytest.mark.parametrize("name, message", [("v9-8", "unknown TPU generation"), ("v5-8", "unknown TPU generation"),
                                            ("v3-7", "positive multiple of 2"), ("v4-0", "positive multiple of 2"),
+                                           ("v5p-3", "positive multiple of 2"), ("v4-1", "TensorCores"),
                                            ("v5litepod-0", "positive multiple of 1"), ("banana", "not a TPU")])
 def test_parse_accelerator_type_refuses_what_google_never_names(name, message):
     with pytest.raises(ValueError, match=message):
