@@ -100,8 +100,12 @@ def fetch_libtpu(version: str, *, folder: Path | None = None, run: Callable = su
     found = sorted(folder.glob("libtpu/libtpu.so"))
     problem = ""
     for spec in ([] if found else [f"libtpu=={version}", f"libtpu=={version}.*"]):
-        proc = run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--upgrade", "--target",
-                    str(folder), spec], capture_output=True, text=True)
+        argv = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--upgrade", "--retries", "2",
+                "--timeout", "30", "--target", str(folder), spec]
+        try:
+            proc = run(argv, capture_output=True, text=True, timeout=900)
+        except subprocess.TimeoutExpired:
+            proc = subprocess.CompletedProcess(argv, None, "", "timed out after 900 s")
         found = sorted(folder.glob("libtpu/libtpu.so"))
         if proc.returncode == 0 and found:
             break
@@ -176,7 +180,7 @@ def torch_verdict(runtime, *, probe: Callable | None = None, installed: Callable
         result = probe(runtime, libtpu_path=path)
     except first_xla.ProbeFailed as e:
         if not runtime.is_tpu_vm:
-            return Verdict("torch", False, "", f"the PyTorch/XLA check failed on the CPU: {e}",
+            return Verdict("torch", False, "", f"On the CPU, {e}",
                            "reinstall the course's environment (./course setup) and run again."), None
         found, todo = torch_failure(e.output, e.returncode, have=have, want=want, side=bool(path))
         return Verdict("torch", False, "", found + note, todo), None

@@ -194,6 +194,9 @@ def test_torch_xla_on_the_wrong_device_or_missing():
     probe = Calls(tpu_result())
     verdict, _ = verdicts.torch_verdict(COLAB_V5E_1, probe=probe, installed=dists(tensorflow_tpu="2.20.0"))
     assert verdict.works is None and "not installed" in verdict.found and not probe.calls
+    broken = Calls(first_xla.ProbeFailed(1, "ImportError: undefined symbol"))
+    verdict, _ = verdicts.torch_verdict(CPU, probe=broken, installed=dists(torch_xla="2.9.0"))
+    assert verdict.works is False and "undefined symbol" in verdict.found and "./course setup" in verdict.todo
 
 
 def test_the_real_probe_on_this_cpu():
