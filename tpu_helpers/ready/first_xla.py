@@ -71,8 +71,8 @@ def torch_xla_first_xla(runtime: Runtime | None = None, timeout: float = 300, *,
         proc = subprocess.run([sys.executable, "-c", _TORCH_SCRIPT], env=env, capture_output=True, text=True,
                               timeout=timeout)
     except subprocess.TimeoutExpired as e:
-        out = (e.stdout or b"") + (e.stderr or b"")
-        raise ProbeFailed(None, out.decode(errors="replace") if isinstance(out, bytes) else out) from None
+        parts = [p.decode(errors="replace") if isinstance(p, bytes) else p for p in (e.stdout, e.stderr) if p]
+        raise ProbeFailed(None, "\n".join(parts)) from None
     output = f"{proc.stdout}\n{proc.stderr}"
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
     if proc.returncode != 0 or not lines:

@@ -275,3 +275,10 @@ def test_the_report_has_one_paragraph_per_framework():
     assert text.splitlines() == ["- PyTorch/XLA: works here (on the TPU). ran.",
                                  "- TensorFlow: does not work here. no TPU. To do: use cpu."]
     assert sys.modules.get("torch_xla") is None
+
+
+def test_a_probe_that_runs_out_of_time_is_a_failure_with_no_exit_status():
+    with pytest.raises(first_xla.ProbeFailed) as e:
+        first_xla.torch_xla_first_xla(CPU, timeout=0.5)  # torch_xla takes seconds to import
+    assert e.value.returncode is None and "exit None" in str(e.value)
+    assert "timed out" in verdicts.torch_failure(e.value.output, e.value.returncode, have=None, want=None, side=False)[0]
