@@ -104,7 +104,7 @@ def main(argv: list[str]) -> int:
         print(f"course: ./course lab listens on 127.0.0.1 only, but the configuration asks for "
               f"{serverapp.sock or serverapp.ip!r}; remove that setting", file=sys.stderr)
         return 2
-    note = ("course: your Jupyter configuration sets an empty token (Jupyter's \"All authentication is disabled\" "
+    note = ("course: your Jupyter configuration leaves the token empty (Jupyter's \"All authentication is disabled\" "
             "warning above); ./course lab replaced it with this session's token\n"
             if not serverapp.identity_provider.token else "")
     token = fresh_token()
