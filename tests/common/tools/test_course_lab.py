@@ -100,7 +100,8 @@ def test_lab_prints_a_url_that_logs_in_with_a_fresh_token_nobody_else_sees(tmp_p
     busy.listen()
     asked = busy.getsockname()[1]
     controller, terminal = pty.openpty()
-    proc = subprocess.Popen(["bash", str(ROOT / "course"), "lab", f"--port={asked}"], env=course_env(tmp_path),
+    env = {**course_env(tmp_path), "JUPYTER_TOKEN": "a-stale-token-from-the-shell"}  # not this session's token
+    proc = subprocess.Popen(["bash", str(ROOT / "course"), "lab", f"--port={asked}"], env=env,
                             stdin=terminal, stdout=terminal, stderr=terminal, start_new_session=True)
     os.close(terminal)
     try:
@@ -113,6 +114,7 @@ def test_lab_prints_a_url_that_logs_in_with_a_fresh_token_nobody_else_sees(tmp_p
         api = f"http://127.0.0.1:{port}/api/status"
         assert status(api) == 403, "without the token: refused, although the user's config asks for none"
         assert status(f"{api}?token={token}") == 200
+        assert token != env["JUPYTER_TOKEN"] and status(f"{api}?token={env['JUPYTER_TOKEN']}") == 403, "a fresh token"
         assert status(url) == 200, "the printed URL opens the lab as it is"
         processes = subprocess.run(["ps", "axeww", "-o", "pid,args"], capture_output=True, text=True).stdout
         assert str(proc.pid) in processes and token not in processes, "the token is in no command line or environment"
