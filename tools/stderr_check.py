@@ -24,6 +24,7 @@ from pathlib import Path
 from known_stderr import KNOWN, Known
 
 TOOLS = Path(__file__).resolve().parent
+_WHERE = re.compile(r"^\S*\.py:\d+: ")  # the file:line a Python warning starts with
 __all__ = ["messages", "explanation", "unexplained", "cell_stderr", "unexplained_in_notebook", "failure_message",
            "pytest_command", "stderr_summary", "Finding"]
 
@@ -109,5 +110,5 @@ def stderr_summary(records: list[dict], known: tuple[Known, ...] = KNOWN) -> str
     pending = [k for k in known if k.until and k.pattern in seen]
     if pending:
         lines.append("  listed lines still seen that are expected to go (tools/known_stderr.py):")
-        lines += [f"    {k.example[:70]!r}: {k.until}" for k in pending]
+        lines += [f"    {_WHERE.sub('', k.example)[:70]!r}: {k.until}" for k in pending]
     return "\n".join(lines)
