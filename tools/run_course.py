@@ -12,7 +12,10 @@ notebook recorded with `tpu_helpers.core.summary.record`. Exit status 1 if any n
     ./course run --profile-cells 5        # also the 5 slowest cells of each notebook (papermill's cell times)
 
 On the cpu and ci profiles the table shows each notebook's time budget (180 s) and the whole run's (12 min) and
-flags the ones over it (`tools/run_budgets.py`); over budget is reported, not a failure.
+flags the ones over it (`tools/run_budgets.py`); over budget is reported, not a failure. After the table, the stderr
+lines of the executed notebooks that `tools/known_stderr.py` does not explain (what a learner would see in red with
+no explanation; `tools/stderr_check.py`) are listed, notebook and cell; they are reported, not a failure (under
+``./course test`` they fail their cell).
 """
 from __future__ import annotations
 
@@ -27,6 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 from run_budgets import budget_for, results_table, slowest_cells_report  # noqa: E402  (tools/ is on sys.path)
+from stderr_check import unexplained_in_notebook  # noqa: E402
 
 from tpu_helpers.core.profiles import choose_profile  # noqa: E402  (the installed package: ./course installs the wheel)
 from tpu_helpers.core.summary import FIGURES_ENV  # noqa: E402
@@ -65,6 +69,17 @@ def seeds_table(results: dict[str, list[tuple[int, str, dict]]]) -> str:
             if nums and len(nums) == len(values):
                 unit = next(recs[fig][1] for _, _, recs in runs if fig in recs)
                 lines.append(f"  {fig}: min {min(nums):g} / max {max(nums):g} {unit}".rstrip())
+    return "\n".join(lines)
+
+
+def stderr_flags(executed: list[Path]) -> str:
+    """The unexplained stderr lines of executed notebooks, one line each (notebook, nbval's cell number, the line)."""
+    found = [f for path in executed if path.exists() for f in unexplained_in_notebook(path)]
+    if not found:
+        return "stderr (red output): every line explained (tools/known_stderr.py)"
+    lines = [f"stderr (red output) not explained in tools/known_stderr.py: {len(found)} line(s); fix each at its "
+             "cause or list it with its reason"]
+    lines += [f"  {f.notebook} Cell {f.cell}: {f.line if len(f.line) <= 160 else f.line[:157] + '...'}" for f in found]
     return "\n".join(lines)
 
 
@@ -162,6 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     table, _ = results_table(rows, budget_for(str(params.get("PROFILE") or choose_profile().name)))
     print()
     print(table)
+    print(stderr_flags([out_dir / name for name, *_ in rows]))
     if args.profile_cells:
         print(f"\nslowest cells (up to {args.profile_cells} per notebook):")
         for name, _, seconds, _ in rows:
@@ -170,7 +186,10 @@ def main(argv: list[str] | None = None) -> int:
     for name, status, _, _ in failed:
         print(f"\n{name}: {status}\n  see {out_dir / name}")
     summary = out_dir / "summary.json"
-    summary.write_text(json.dumps([{"notebook": n, "status": s, "seconds": round(t, 1), "figures": f}
+    summary.write_text(json.dumps([{"notebook": n, "status": s, "seconds": round(t, 1), "figures": f,
+                                    "unexplained_stderr": [{"cell": u.cell, "line": u.line}
+                                                           for u in unexplained_in_notebook(out_dir / n)]
+                                    if (out_dir / n).exists() else []}
                                    for n, s, t, f in rows], indent=2))
     return 1 if failed else 0
 

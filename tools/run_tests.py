@@ -13,6 +13,9 @@
   repository and executed there by nbval, against the installed ``tpu-course`` wheel (``./course`` builds it from
   this checkout); nothing of the repository is importable, so a notebook that reads a repository file or needs a
   helper missing from the wheel fails.
+* **No unexplained red output.** nbval runs with the ``nbval_stderr`` plugin (``tools/nbval_stderr.py``): a cell
+  whose stderr holds a line that ``tools/known_stderr.py`` does not explain fails, naming the notebook, the cell and
+  the line; after the notebooks, one line says which listed lines still appeared.
 * **A crash is a failure.** A pytest process killed by a signal (negative exit code: an abort, an out-of-memory
   kill, a segfault) or one that wrote no junit report fails the run, whatever it had counted.
 
@@ -23,6 +26,7 @@ notebook cells). The closing lines add up all groups, and a whole run's time is 
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -35,6 +39,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 from run_budgets import HOSTED_BUDGET_S, REHEARSALS_BUDGET_S, TOTAL_BUDGET_S, budget_flag  # noqa: E402  (tools/ is on sys.path)
+from stderr_check import pytest_command as stderr_checked_pytest  # noqa: E402
+from stderr_check import stderr_summary  # noqa: E402
 
 NBVAL = ["--nbval-lax", "--nbval-current-env", "--nbval-cell-timeout=1500",
          "--nbval-sanitize-with", str(ROOT / "tests" / "nbval_sanitize.cfg")]
@@ -91,9 +97,10 @@ def run_group(name: str, paths: list[str], argv: list[str], tmp: Path, i: int) -
     if notebooks:
         copies = isolate_notebooks(notebooks, tmp / f"notebooks{i}")
         cwd = tmp / f"notebooks{i}"
+        stderr_report = tmp / f"group{i}-stderr.json"
         # rootdir and config from the empty folder: no conftest or pytest.ini of the checkout takes part
-        cmd = [*pytest_command(), *NBVAL, "--rootdir", str(cwd), "-c", os.devnull, "-p", "no:cacheprovider",
-               *copies, f"--junitxml={junit}", *argv]
+        cmd = [*stderr_checked_pytest(), *NBVAL, "--rootdir", str(cwd), "-c", os.devnull, "-p", "no:cacheprovider",
+               *copies, f"--junitxml={junit}", f"--stderr-report={stderr_report}", *argv]
     else:
         cwd = ROOT
         cmd = [*pytest_command(), *NBVAL, *paths, f"--junitxml={junit}", *argv]
@@ -102,6 +109,8 @@ def run_group(name: str, paths: list[str], argv: list[str], tmp: Path, i: int) -
     start = time.perf_counter()
     rc = subprocess.call(cmd, cwd=cwd)
     print(f"=== {name}: exit {rc} in {time.perf_counter() - start:.0f} s", flush=True)
+    if notebooks and stderr_report.exists():
+        print(stderr_summary(json.loads(stderr_report.read_text())), flush=True)
     if not junit.exists():
         return rc, None
     totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}

@@ -67,3 +67,29 @@ def test_time_line_adds_up_the_groups_and_flags_a_whole_run_over_budget():
                     "(budget 720 s: OVER +14 s)")
     assert run_tests.time_line(groups[:2], 720.0).endswith("total 34 s (budget 720 s: ok)")
     assert run_tests.time_line(groups[:1], None) == "time: lint 4 s; total 4 s"  # some paths only: no budget
+
+
+def test_a_notebook_cell_with_unexplained_red_output_fails_and_names_the_line(tmp_path, capfd):
+    """nbval runs with the nbval_stderr plugin: explained stderr passes, an unexplained line fails its cell."""
+    import json
+
+    import known_stderr
+    import nbformat
+
+    explained = next(k for k in known_stderr.KNOWN if not k.until).example
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("print('fine')"),
+        nbformat.v4.new_markdown_cell("the next code cell is nbval's Cell 1"),
+        nbformat.v4.new_code_cell(f"import sys\nprint({explained!r}, file=sys.stderr)"),
+        nbformat.v4.new_code_cell("import warnings\nwarnings.warn('a warning nobody explained')"),
+    ])
+    nbformat.write(nb, tmp_path / "01_probe.ipynb")
+    rc, totals = run_tests.run_group("probe", [str(tmp_path / "01_probe.ipynb")], [], tmp_path / "run", 0)
+    out = capfd.readouterr().out
+    assert rc == 1 and totals == {"tests": 3, "failures": 1, "errors": 0, "skipped": 0}, out[-3000:]
+    assert "01_probe.ipynb, Cell 2: red output a learner cannot explain" in out
+    assert "UserWarning: a warning nobody explained" in out
+    records = json.loads((tmp_path / "run" / "group0-stderr.json").read_text())
+    assert [(r["cell"], [m["explained_by"] is None for m in r["messages"]]) for r in records] == [
+        (0, []), (1, [False]), (2, [True])]
+    assert "stderr (red output): 2 messages in 1 notebooks, 1 unexplained (failed cells: 01_probe.ipynb Cell 2)" in out
