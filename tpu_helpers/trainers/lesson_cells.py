@@ -34,14 +34,14 @@ class IntentClassifier(L.LightningModule):
     def on_train_epoch_start(self):  # new bucketed batches every epoch (Lightning skips a batch_sampler's set_epoch)
         self.trainer.train_dataloader.batch_sampler.set_epoch(self.current_epoch)
 
-    def on_validation_epoch_start(self):
+    def on_test_epoch_start(self):
         self.predictions = []
 
-    def validation_step(self, batch, batch_idx):
+    def test_step(self, batch, batch_idx):  # the test set, after fitting: trainer.test
         inputs = {k: v for k, v in batch.items() if k != "labels"}
         self.predictions.append(self.model(**inputs).logits.argmax(-1))
 
-    def on_validation_epoch_end(self):  # several replicas: every replica's predictions, [replicas, rows]
+    def on_test_epoch_end(self):  # several replicas: every replica's predictions, [replicas, rows]
         if self.trainer.world_size > 1:
             self.gathered = self.all_gather(torch.cat(self.predictions))
 

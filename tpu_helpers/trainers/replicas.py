@@ -182,12 +182,12 @@ def _shape(batch: Any) -> tuple[int, int]:
 
 
 class ReplicaLog(Callback):
-    """Each process writes what it saw to ``folder``: ``train-rank{r}.pt`` after fitting, ``validate-rank{r}.pt``
-    after validating; `read` loads them in rank order.
+    """Each process writes what it saw to ``folder``: ``train-rank{r}.pt`` after fitting, ``test-rank{r}.pt``
+    after testing (``trainer.test``); `read` loads them in rank order.
 
     train: ``steps`` (per epoch, each step's ``input_ids`` shape), ``indices`` (per epoch, the sample indices
     this replica was given, from a `ReplicaShard`), ``weights`` (its state_dict after training, on the CPU).
-    validate: ``indices``, and each module attribute named in ``attributes`` (tensors, or lists of tensors
+    test: ``indices``, and each module attribute named in ``attributes`` (tensors, or lists of tensors
     concatenated), e.g. the module's own predictions and the gathered ones.
     """
 
@@ -222,19 +222,17 @@ class ReplicaLog(Callback):
         weights = {k: v.detach().cpu().clone() for k, v in pl_module.state_dict().items()}
         self._save(trainer, "train", {"steps": self.steps, "indices": self.indices, "weights": weights})
 
-    def on_validation_end(self, trainer, pl_module) -> None:
-        if trainer.sanity_checking:
-            return
-        record: dict[str, Any] = {"indices": self._given(trainer.val_dataloaders)}
+    def on_test_end(self, trainer, pl_module) -> None:
+        record: dict[str, Any] = {"indices": self._given(trainer.test_dataloaders)}
         for name in self.attributes:
             value = getattr(pl_module, name, None)
             if isinstance(value, (list, tuple)):
                 value = torch.cat([v.detach().cpu() for v in value]) if value else None
             record[name] = value.detach().cpu() if isinstance(value, torch.Tensor) else value
-        self._save(trainer, "validate", record)
+        self._save(trainer, "test", record)
 
     def read(self, stage: str) -> list[dict[str, Any]]:
-        """The records of ``stage`` ("train" or "validate"), one per rank, in rank order."""
+        """The records of ``stage`` ("train" or "test"), one per rank, in rank order."""
         files = sorted(self.folder.glob(f"{stage}-rank*.pt"), key=lambda p: int(p.stem.split("rank")[1]))
         records = [torch.load(f, weights_only=False) for f in files]
         if not records:

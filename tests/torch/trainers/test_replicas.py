@@ -181,7 +181,7 @@ def scenario_two_replicas_train_the_notebooks_module_and_the_notebooks_claims_ho
     trainer, log = ddp_trainer(tmp_path / "log")
     start = time.perf_counter()
     trainer.fit(module, tiny["loader"]("train", ReplicaShard(train_sampler, REPLICAS)))
-    trainer.validate(module, tiny["loader"]("test", ReplicaShard(test_sampler, REPLICAS)), verbose=False)
+    trainer.test(module, tiny["loader"]("test", ReplicaShard(test_sampler, REPLICAS)), verbose=False)
     seconds = time.perf_counter() - start
     assert train_sampler.epoch == 0, "the epochs moved on in the forked processes, not here"
 
@@ -194,7 +194,7 @@ def scenario_two_replicas_train_the_notebooks_module_and_the_notebooks_claims_ho
     assert runs[0]["indices"][0] != runs[0]["indices"][1], "each epoch new batches (set_epoch in the processes)"
     assert "train_loss" in trainer.callback_metrics, "Lightning brought the logged metrics back"
 
-    evals = log.read("validate")
+    evals = log.read("test")
     plan = test_sampler.plan(0)
     assert all(torch.equal(r["gathered"], torch.stack([e["predictions"] for e in evals])) for r in evals)
     order = interleave(torch.tensor([r["indices"] for r in evals]), 2 * PER_REPLICA).tolist()
