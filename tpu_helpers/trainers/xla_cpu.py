@@ -92,15 +92,14 @@ class _NoTips(logging.Filter):
 
 
 def quiet_lightning() -> logging.Handler:
-    """Lightning's messages through one path: the ``lightning.pytorch`` logger's own handler, on stdout, not also
-    the root logger's (``import lightning.pytorch`` adds its handler only when the root logger has none, else it
-    propagates), without its tips; returns the handler. Calling it again replaces the handler."""
-    log = logging.getLogger("lightning.pytorch")
-    for old in [h for h in log.handlers if getattr(h, "_tpu_course", False)]:
-        log.removeHandler(old)
+    """Lightning's messages through one path: the ``lightning.pytorch`` and ``lightning.fabric`` loggers' own
+    handler, on stdout, not also the root logger's (``import lightning.pytorch`` adds its handler only when the root
+    logger has none, else it propagates), without its tips; returns the handler. Calling it again replaces it."""
     handler = logging.StreamHandler(sys.stdout)
     handler._tpu_course = True
     handler.addFilter(_NoTips())
-    log.handlers = [h for h in log.handlers if not isinstance(h, logging.StreamHandler)] + [handler]
-    log.propagate = False
+    for name in ("lightning.pytorch", "lightning.fabric"):
+        log = logging.getLogger(name)
+        log.handlers = [h for h in log.handlers if not isinstance(h, logging.StreamHandler)] + [handler]
+        log.propagate = False
     return handler
