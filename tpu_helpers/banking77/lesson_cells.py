@@ -14,6 +14,7 @@ from transformers import get_linear_schedule_with_warmup
 
 from tpu_helpers.banking77.run_log import RunLog
 from tpu_helpers.banking77.loaders import make_loaders
+from tpu_helpers.xla_torch.scalars import scalars_as_graph_inputs
 
 
 def evaluate(accelerator, model, eval_dl, autocast):
@@ -36,6 +37,8 @@ def training_function(model, train_ds, eval_ds, config, tokenizer=None):
     bf16 = config.mixed_precision == "bf16"
     accelerator = Accelerator(mixed_precision="no" if bf16 else config.mixed_precision)
     autocast = torch.autocast("xla", dtype=torch.bfloat16, enabled=bf16)
+    # on XLA: AdamW's 1 - lr*wd turns 1.0 late in the decay; as a graph input like any other float it adds no graph
+    scalars_as_graph_inputs(accelerator.device)
     set_seed(config.seed)
     loaders = make_loaders(train_ds, eval_ds, config, tokenizer, num_replicas=accelerator.num_processes)
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay)

@@ -11,6 +11,8 @@ import lightning.pytorch as L
 import torch
 from transformers import get_linear_schedule_with_warmup
 
+from tpu_helpers.xla_torch.scalars import scalars_as_graph_inputs
+
 
 class IntentClassifier(L.LightningModule):
     """BANKING77 intents: a transformers sequence classifier, trained and evaluated by Lightning."""
@@ -26,17 +28,20 @@ class IntentClassifier(L.LightningModule):
         self.log("train_loss", loss, on_step=False, on_epoch=True, sync_dist=True)  # a device tensor; mean of replicas
         return loss
 
+    def on_fit_start(self):  # in each replica's process: AdamW's 1 - lr*wd turning 1.0 late in the decay adds no graph
+        scalars_as_graph_inputs(self.device)
+
     def on_train_epoch_start(self):  # new bucketed batches every epoch (Lightning skips a batch_sampler's set_epoch)
         self.trainer.train_dataloader.batch_sampler.set_epoch(self.current_epoch)
 
-    def on_validation_epoch_start(self):
+    def on_test_epoch_start(self):
         self.predictions = []
 
-    def validation_step(self, batch, batch_idx):
+    def test_step(self, batch, batch_idx):  # the test set, after fitting: trainer.test
         inputs = {k: v for k, v in batch.items() if k != "labels"}
         self.predictions.append(self.model(**inputs).logits.argmax(-1))
 
-    def on_validation_epoch_end(self):  # several replicas: every replica's predictions, [replicas, rows]
+    def on_test_epoch_end(self):  # several replicas: every replica's predictions, [replicas, rows]
         if self.trainer.world_size > 1:
             self.gathered = self.all_gather(torch.cat(self.predictions))
 

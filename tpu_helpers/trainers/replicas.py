@@ -36,22 +36,66 @@ fork from a fresh process). Lightning sets each child's torch threads to ``cpu_c
 """
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import torch
 from lightning.pytorch.callbacks import Callback
 
 from tpu_helpers.banking77.replicas import ReplicaMismatchError, batch_plan, gather_plans, plan_problems
 
-__all__ = ["ReplicaShard", "shard_loader", "SamePlanOnEveryReplica", "ReplicaLog", "interleave", "check_fork_safe"]
+__all__ = ["ReplicaLayout", "plan_replicas", "ReplicaShard", "shard_loader", "SamePlanOnEveryReplica", "ReplicaLog", "interleave", "check_fork_safe"]
 
 
 def _dist_rank() -> int:
+    """This process's replica: torch.distributed's rank (CPU DDP), else torch_xla's global ordinal in a process that
+    PyTorch/XLA spawned (Lightning's ``XLAStrategy`` makes no torch.distributed group), else 0."""
     import torch.distributed as dist
 
-    return dist.get_rank() if dist.is_available() and dist.is_initialized() else 0
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank()
+    if "PJRT_LOCAL_PROCESS_RANK" in os.environ:  # set by torch_xla's spawn in each replica's process
+        import torch_xla.runtime as xr
+
+        return xr.global_ordinal()
+    return 0
+
+
+@dataclass(frozen=True)
+class ReplicaLayout:
+    """How section 2 of notebook 07 trains: ``devices`` Lightning devices (replicas), each taking ``per_replica``
+    rows of a global batch of ``global_batch``; ``kind`` is "xla" (one XLA device), "tpu" (every device of a TPU:
+    Lightning's ``XLAStrategy``) or "cpu-ddp" (CPU processes over gloo, the rehearsal)."""
+
+    kind: str
+    devices: int
+    per_replica: int
+    global_batch: int
+
+    def trainer_kwargs(self, accelerator) -> dict[str, Any]:
+        """``accelerator``/``devices``/``strategy`` for ``L.Trainer``: `accelerator` is the one-device choice
+        (`tpu_helpers.trainers.xla_cpu.lightning_accelerator`)."""
+        if self.kind == "cpu-ddp":
+            return {"accelerator": "cpu", "devices": self.devices, "strategy": "ddp_notebook"}
+        return {"accelerator": accelerator, "devices": self.devices}
+
+
+def plan_replicas(is_tpu: bool, replicas: int, batch_size: int, tpu_devices: Callable[[], int]) -> ReplicaLayout:
+    """Section 2's layout. On a TPU every device trains (``tpu_devices()``: Lightning's
+    ``XLAAccelerator.auto_device_count``, 8 on a v5e-8), ``batch_size`` rows each, as notebook 05 (``replicas``
+    is ignored); elsewhere ``replicas`` CPU processes share a global batch of ``batch_size`` (1: one XLA device)."""
+    if is_tpu:
+        devices = int(tpu_devices())
+        if devices < 1:
+            raise ValueError(f"the TPU reports {devices} devices")
+        return ReplicaLayout("tpu" if devices > 1 else "xla", devices, batch_size, batch_size * devices)
+    replicas = int(replicas)
+    if replicas < 1 or batch_size % replicas:
+        raise ValueError(f"REPLICAS={replicas} must be at least 1 and divide the global batch {batch_size}")
+    return ReplicaLayout("cpu-ddp" if replicas > 1 else "xla", replicas, batch_size // replicas, batch_size)
 
 
 def _index(item: Any) -> int:
@@ -63,8 +107,8 @@ class ReplicaShard:
 
     ``batch_sampler`` yields each step's ``num_replicas`` per-replica batches one after another (a
     ``BucketBatchSampler(..., num_replicas=N)``, whose ``num_replicas`` must agree). ``rank=None`` reads the rank
-    of the process that iterates (``torch.distributed``; 0 without a process group). ``set_epoch`` goes to the
-    wrapped sampler. ``yielded`` holds the batches of the last pass: what this replica was given.
+    of the process that iterates (``torch.distributed``, or torch_xla's ordinal in a process it spawned; else 0).
+    ``set_epoch`` goes to the wrapped sampler. ``yielded`` holds the batches of the last pass: what this replica was given.
     """
 
     def __init__(self, batch_sampler: Iterable, num_replicas: int, rank: int | None = None):
@@ -138,12 +182,12 @@ def _shape(batch: Any) -> tuple[int, int]:
 
 
 class ReplicaLog(Callback):
-    """Each process writes what it saw to ``folder``: ``train-rank{r}.pt`` after fitting, ``validate-rank{r}.pt``
-    after validating; `read` loads them in rank order.
+    """Each process writes what it saw to ``folder``: ``train-rank{r}.pt`` after fitting, ``test-rank{r}.pt``
+    after testing (``trainer.test``); `read` loads them in rank order.
 
     train: ``steps`` (per epoch, each step's ``input_ids`` shape), ``indices`` (per epoch, the sample indices
     this replica was given, from a `ReplicaShard`), ``weights`` (its state_dict after training, on the CPU).
-    validate: ``indices``, and each module attribute named in ``attributes`` (tensors, or lists of tensors
+    test: ``indices``, and each module attribute named in ``attributes`` (tensors, or lists of tensors
     concatenated), e.g. the module's own predictions and the gathered ones.
     """
 
@@ -178,19 +222,17 @@ class ReplicaLog(Callback):
         weights = {k: v.detach().cpu().clone() for k, v in pl_module.state_dict().items()}
         self._save(trainer, "train", {"steps": self.steps, "indices": self.indices, "weights": weights})
 
-    def on_validation_end(self, trainer, pl_module) -> None:
-        if trainer.sanity_checking:
-            return
-        record: dict[str, Any] = {"indices": self._given(trainer.val_dataloaders)}
+    def on_test_end(self, trainer, pl_module) -> None:
+        record: dict[str, Any] = {"indices": self._given(trainer.test_dataloaders)}
         for name in self.attributes:
             value = getattr(pl_module, name, None)
             if isinstance(value, (list, tuple)):
                 value = torch.cat([v.detach().cpu() for v in value]) if value else None
             record[name] = value.detach().cpu() if isinstance(value, torch.Tensor) else value
-        self._save(trainer, "validate", record)
+        self._save(trainer, "test", record)
 
     def read(self, stage: str) -> list[dict[str, Any]]:
-        """The records of ``stage`` ("train" or "validate"), one per rank, in rank order."""
+        """The records of ``stage`` ("train" or "test"), one per rank, in rank order."""
         files = sorted(self.folder.glob(f"{stage}-rank*.pt"), key=lambda p: int(p.stem.split("rank")[1]))
         records = [torch.load(f, weights_only=False) for f in files]
         if not records:

@@ -21,6 +21,7 @@ def static_trainer_setup(tokenizer, max_length: int, batch_size: int, output_dir
     args = TrainingArguments(output_dir=output_dir, per_device_train_batch_size=batch_size,
                              dataloader_drop_last=True,  # the last, shorter batch would be a new shape
                              optim="adamw_torch",  # the fused default (torch >= 2.8) has no XLA kernel
+                             dataloader_pin_memory=False,  # pinned memory is for CUDA copies (else a warning)
                              report_to="none", save_strategy="no", logging_strategy="no")
     collator = DataCollatorWithPadding(tokenizer, padding="max_length", max_length=max_length)
     return args, collator

@@ -181,7 +181,7 @@ def scenario_two_replicas_train_the_notebooks_module_and_the_notebooks_claims_ho
     trainer, log = ddp_trainer(tmp_path / "log")
     start = time.perf_counter()
     trainer.fit(module, tiny["loader"]("train", ReplicaShard(train_sampler, REPLICAS)))
-    trainer.validate(module, tiny["loader"]("test", ReplicaShard(test_sampler, REPLICAS)), verbose=False)
+    trainer.test(module, tiny["loader"]("test", ReplicaShard(test_sampler, REPLICAS)), verbose=False)
     seconds = time.perf_counter() - start
     assert train_sampler.epoch == 0, "the epochs moved on in the forked processes, not here"
 
@@ -194,7 +194,7 @@ def scenario_two_replicas_train_the_notebooks_module_and_the_notebooks_claims_ho
     assert runs[0]["indices"][0] != runs[0]["indices"][1], "each epoch new batches (set_epoch in the processes)"
     assert "train_loss" in trainer.callback_metrics, "Lightning brought the logged metrics back"
 
-    evals = log.read("validate")
+    evals = log.read("test")
     plan = test_sampler.plan(0)
     assert all(torch.equal(r["gathered"], torch.stack([e["predictions"] for e in evals])) for r in evals)
     order = interleave(torch.tensor([r["indices"] for r in evals]), 2 * PER_REPLICA).tolist()
@@ -313,3 +313,29 @@ def test_shard_loader_keeps_dataset_and_collate_and_gives_each_rank_its_batches(
     assert [len(b) for b in sharded] == [4] * len(sampler.plan(0))
     with pytest.raises(ValueError, match="num_replicas=4"):
         shard_loader(loader, 4)
+
+
+def test_the_layout_takes_every_tpu_device_and_splits_the_cpu_rehearsals_batch():
+    from tpu_helpers.trainers.replicas import plan_replicas
+
+    v5e8 = plan_replicas(True, 1, 32, tpu_devices=lambda: 8)  # REPLICAS is ignored on a TPU
+    assert (v5e8.kind, v5e8.devices, v5e8.per_replica, v5e8.global_batch) == ("tpu", 8, 32, 256)
+    assert v5e8.trainer_kwargs("tpu") == {"accelerator": "tpu", "devices": 8}  # Lightning's XLAStrategy
+    v5e1 = plan_replicas(True, 4, 32, tpu_devices=lambda: 1)
+    assert (v5e1.kind, v5e1.devices, v5e1.global_batch) == ("xla", 1, 32)
+    ddp = plan_replicas(False, 4, 32, tpu_devices=lambda: pytest.fail("no TPU to ask"))
+    assert (ddp.kind, ddp.per_replica, ddp.global_batch) == ("cpu-ddp", 8, 32)
+    assert ddp.trainer_kwargs("tpu") == {"accelerator": "cpu", "devices": 4, "strategy": "ddp_notebook"}
+    with pytest.raises(ValueError, match="divide the global batch 32"):
+        plan_replicas(False, 3, 32, tpu_devices=lambda: 8)
+
+
+def test_a_replica_spawned_by_torch_xla_reads_its_rank_from_torch_xla(monkeypatch):
+    from tpu_helpers.trainers import replicas
+
+    monkeypatch.delenv("PJRT_LOCAL_PROCESS_RANK", raising=False)
+    assert replicas._dist_rank() == 0  # the kernel: no process group, not spawned by torch_xla
+    monkeypatch.setenv("PJRT_LOCAL_PROCESS_RANK", "0")
+    xr = pytest.importorskip("torch_xla.runtime")
+    monkeypatch.setattr(xr, "global_ordinal", lambda: 5)
+    assert replicas._dist_rank() == 5

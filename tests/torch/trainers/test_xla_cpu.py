@@ -87,3 +87,20 @@ def test_lightning_accelerator_is_tpu_on_a_tpu():
     from tpu_helpers.trainers.xla_cpu import lightning_accelerator
 
     assert lightning_accelerator(True) == "tpu"
+
+
+def test_lightning_speaks_once_on_stdout_without_its_tips(capsys):
+    import logging
+
+    from tpu_helpers.trainers.xla_cpu import quiet_lightning
+
+    logging.basicConfig()  # a root handler, as in a Jupyter kernel
+    quiet_lightning()
+    quiet_lightning()  # again: still one handler
+    info = logging.getLogger("lightning.pytorch.utilities.rank_zero")
+    info.info("GPU available: False, used: False")
+    info.info("💡 Tip: For seamless cloud logging and experiment tracking, try installing [litlogger]")
+    logging.getLogger("lightning.fabric.utilities.distributed").info("Initializing distributed: GLOBAL_RANK: 0")
+    out, err = capsys.readouterr()
+    assert out.splitlines() == ["GPU available: False, used: False", "Initializing distributed: GLOBAL_RANK: 0"]
+    assert err == ""

@@ -37,3 +37,14 @@ def test_highest_precision_matches_eager_at_a_float32_tolerance():
     with mat_mul_precision("highest"):
         on_xla = (a.to(torch_xla.device()) @ b.to(torch_xla.device())).cpu()
     assert torch.allclose(on_xla, a @ b, atol=1e-4)
+
+
+def test_the_block_logs_no_multiple_times_warning_and_other_records_pass(caplog):
+    import logging
+
+    from tpu_helpers.xla_torch.precision import mat_mul_precision
+
+    with caplog.at_level(logging.WARNING, logger="torch_xla.backends"):
+        with mat_mul_precision("highest"):
+            logging.getLogger("torch_xla.backends").warning("another message")
+    assert [r.getMessage() for r in caplog.records] == ["another message"]
