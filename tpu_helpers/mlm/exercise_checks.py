@@ -30,6 +30,7 @@ from tpu_helpers.core.frameworks import import_tensorflow
 from tpu_helpers.mlm.pipeline import MaskingSpec
 from tpu_helpers.mlm.shards import Manifest, ShardInfo, shard_name
 from tpu_helpers.xla_tf import compiler, counters
+from tpu_helpers.xla_tf.placement import on_xla_device
 
 __all__ = ["IGNORE_INDEX", "CHECK_SPEC", "check_mask_batch", "check_epoch_plan", "check_masked_accuracy",
            "masking_statistics"]
