@@ -107,7 +107,15 @@ def use_framework(name: str, *, environ: MutableMapping[str, str] | None = None,
                 from tpu_helpers.core.runtime import detect_runtime
 
                 runtime = detect_runtime(environ)
-            for k, v in tf_tpu_environment(runtime, _libtpu_path() if installed("libtpu") else None).items():
+            wanted = tf_tpu_environment(runtime, _libtpu_path() if installed("libtpu") else None)
+            if "TF_PLUGGABLE_DEVICE_LIBRARY_PATH" in wanted and environ.get("TPU_LOAD_LIBRARY") == "0":
+                # measured with tensorflow-tpu 2.20: the plugin with TPU_LOAD_LIBRARY=0 aborts the process at import
+                # (c_api_experimental.cc: "RegisterPluggableDevicePlugin ... TPU_LOAD_LIBRARY=0, not loading libtpu")
+                raise WrongBuildError(
+                    "TPU_LOAD_LIBRARY=0 is set on this one-host TPU VM: TensorFlow's TPU build would abort the kernel "
+                    "when it loads libtpu as its PJRT plugin. Unset it (it is for slices of several hosts), restart "
+                    "the runtime and run from the top.")
+            for k, v in wanted.items():
                 environ.setdefault(k, v)  # a learner's own setting wins
         record_xla_compilations(environ)
     else:
@@ -127,7 +135,8 @@ def tf_tpu_environment(runtime, libtpu_path: str | None) -> dict[str, str]:
     example: on one host (a v5e-1, a v5e-8) libtpu as TensorFlow's PJRT plugin, ``TF_PLUGGABLE_DEVICE_LIBRARY_PATH``
     (``tensorflow/__init__.py`` loads it as a pluggable device at import) with ``NEXT_PLUGGABLE_DEVICE_USE_C_API=true``
     (a flag libtpu reads); on a slice of several hosts ``TPU_LOAD_LIBRARY=0`` (TensorFlow's own loader leaves libtpu
-    to the slice's TPU runtime). Not verified on a TPU by the course (notebook 03 says what to do if it fails)."""
+    to the slice's TPU runtime); never both (measured on a CPU: the plugin with ``TPU_LOAD_LIBRARY=0`` aborts the
+    process at import). Not verified on a TPU by the course (notebook 03 says what to do if it fails)."""
     if not getattr(runtime, "is_tpu_vm", False):
         return {}
     from tpu_helpers.core.runtime import parse_accelerator_type, slice_hosts

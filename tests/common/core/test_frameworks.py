@@ -224,3 +224,19 @@ def test_a_learners_own_tpu_variables_are_kept():
     assert tf_tpu_environment(_tpu_vm("v5litepod-8"), None) == {}  # no libtpu wheel: no plugin to name
     assert tf_tpu_environment(_tpu_vm("v5litepod-8"), "/x/libtpu.so") == {
         "NEXT_PLUGGABLE_DEVICE_USE_C_API": "true", "TF_PLUGGABLE_DEVICE_LIBRARY_PATH": "/x/libtpu.so"}
+
+
+def test_a_preset_tpu_load_library_0_on_one_host_stops_before_tensorflow_aborts(monkeypatch):
+    """tensorflow-tpu 2.20 with the PJRT plugin variables and TPU_LOAD_LIBRARY=0 aborts at import (measured on a
+    CPU with the TPU build: "RegisterPluggableDevicePlugin ... TPU_LOAD_LIBRARY=0, not loading libtpu")."""
+    from tpu_helpers.core.frameworks import WrongBuildError
+
+    monkeypatch.setattr("tpu_helpers.core.frameworks._libtpu_path", lambda: "/site-packages/libtpu/libtpu.so")
+    env = {"TPU_LOAD_LIBRARY": "0"}
+    with pytest.raises(WrongBuildError, match="Unset it"):
+        use_framework("tf", environ=env, modules={}, installed=_dists(tensorflow_tpu="2.20.0", libtpu="0.0.14"),
+                      runtime=_tpu_vm("v5litepod-8"))
+    env = {"TPU_LOAD_LIBRARY": "0"}  # a slice: what it is for
+    use_framework("tf", environ=env, modules={}, installed=_dists(tensorflow_tpu="2.20.0", libtpu="0.0.14"),
+                  runtime=_tpu_vm("v5litepod-16"))
+    assert "TF_PLUGGABLE_DEVICE_LIBRARY_PATH" not in env
