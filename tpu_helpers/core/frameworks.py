@@ -14,7 +14,7 @@ from typing import MutableMapping
 from tpu_helpers.core.tpu_lock import TPUHeldError, check_tpu_free
 
 __all__ = ["FrameworkClashError", "WrongBuildError", "TPUHeldError", "use_framework", "loaded_frameworks", "check_tpu_build",
-           "record_xla_compilations", "import_tensorflow"]
+           "record_xla_compilations", "import_tensorflow", "tf_tpu_environment"]
 
 _OTHER = {"tf": ("torch_xla", "PyTorch/XLA"), "torch": ("tensorflow", "TensorFlow")}
 _NAMES = {"tf": "TensorFlow", "torch": "PyTorch/XLA"}
@@ -55,14 +55,15 @@ def import_tensorflow(*, modules: dict | None = None):
 
 
 def use_framework(name: str, *, environ: MutableMapping[str, str] | None = None,
-                  modules: dict | None = None, installed=None) -> str:
+                  modules: dict | None = None, installed=None, runtime=None) -> str:
     """Declare this notebook's framework ("tf" or "torch") before importing transformers.
 
     Sets ``USE_TF``/``USE_TORCH`` so transformers imports only that backend (and ``FORCE_TF_AVAILABLE`` where
-    TensorFlow is the ``tensorflow-tpu`` distribution, which transformers does not recognise by name; for PyTorch/XLA
-    ``XLA_NO_SPECIAL_SCALARS=1``, so a scalar such as AdamW's ``1 - lr*wd`` turning 1.0 adds no graph), and raises
-    `FrameworkClashError` if the other one is already loaded (restart the kernel to fix it). ``installed``
-    (distribution -> version or None) is injectable for tests.
+    TensorFlow is the ``tensorflow-tpu`` distribution, which transformers does not recognise by name; on a TPU VM the
+    variables `tf_tpu_environment` names; for PyTorch/XLA ``XLA_NO_SPECIAL_SCALARS=1``, so a scalar such as AdamW's
+    ``1 - lr*wd`` turning 1.0 adds no graph), and raises `FrameworkClashError` if the other one is already loaded
+    (restart the kernel to fix it). ``installed`` (distribution -> version or None) and ``runtime`` (a
+    `tpu_helpers.core.runtime.Runtime`; default: this machine's) are injectable for tests.
     """
     installed = _installed if installed is None else installed
     key = name.strip().lower()
@@ -101,6 +102,21 @@ def use_framework(name: str, *, environ: MutableMapping[str, str] | None = None,
         _datasets_sees_tensorflow_tpu(installed("tensorflow-tpu"))
     if key == "tf":
         environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # keep TF's C++ start-up chatter out of the notebook
+        if installed("tensorflow-tpu"):
+            if runtime is None:
+                from tpu_helpers.core.runtime import detect_runtime
+
+                runtime = detect_runtime(environ)
+            wanted = tf_tpu_environment(runtime, _libtpu_path() if installed("libtpu") else None)
+            if "TF_PLUGGABLE_DEVICE_LIBRARY_PATH" in wanted and environ.get("TPU_LOAD_LIBRARY") == "0":
+                # measured with tensorflow-tpu 2.20: the plugin with TPU_LOAD_LIBRARY=0 aborts the process at import
+                # (c_api_experimental.cc: "RegisterPluggableDevicePlugin ... TPU_LOAD_LIBRARY=0, not loading libtpu")
+                raise WrongBuildError(
+                    "TPU_LOAD_LIBRARY=0 is set on this one-host TPU VM: TensorFlow's TPU build would abort the kernel "
+                    "when it loads libtpu as its PJRT plugin. Unset it (it is for slices of several hosts), restart "
+                    "the runtime and run from the top.")
+            for k, v in wanted.items():
+                environ.setdefault(k, v)  # a learner's own setting wins
         record_xla_compilations(environ)
     else:
         # torch_xla bakes the scalars 0 and 1 into the graph as constants (a new graph) unless told not to: AdamW's
@@ -108,6 +124,43 @@ def use_framework(name: str, *, environ: MutableMapping[str, str] | None = None,
         # again. Set in this process before torch_xla starts, every launcher's children inherit it.
         environ.setdefault("XLA_NO_SPECIAL_SCALARS", "1")
     return key
+
+
+def tf_tpu_environment(runtime, libtpu_path: str | None) -> dict[str, str]:
+    """What TensorFlow's TPU build (``tensorflow-tpu`` 2.20 with the ``libtpu`` wheel) must find in the environment
+    when it is imported on this TPU VM; nothing off a TPU VM (never on a CPU or GPU, nor a legacy TPU Node).
+
+    As Google's own TF-on-TPU test configurations set them (GoogleCloudPlatform/ml-auto-solutions,
+    ``dags/solutions_team/configs/tensorflow/common.py``, ``export_env_variables``) and Keras-RS's TensorFlow TPU
+    example: on one host (a v5e-1, a v5e-8) libtpu as TensorFlow's PJRT plugin, ``TF_PLUGGABLE_DEVICE_LIBRARY_PATH``
+    (``tensorflow/__init__.py`` loads it as a pluggable device at import) with ``NEXT_PLUGGABLE_DEVICE_USE_C_API=true``
+    (a flag libtpu reads); on a slice of several hosts ``TPU_LOAD_LIBRARY=0`` (TensorFlow's own loader leaves libtpu
+    to the slice's TPU runtime); never both (measured on a CPU: the plugin with ``TPU_LOAD_LIBRARY=0`` aborts the
+    process at import). Not verified on a TPU by the course (notebook 03 says what to do if it fails)."""
+    if not getattr(runtime, "is_tpu_vm", False):
+        return {}
+    from tpu_helpers.core.runtime import parse_accelerator_type, slice_hosts
+
+    accelerator = getattr(runtime, "accelerator_type", None)
+    if accelerator:
+        generation, chips, _ = parse_accelerator_type(accelerator)
+        if slice_hosts(generation, chips) > 1:
+            return {"TPU_LOAD_LIBRARY": "0"}
+    if not libtpu_path:
+        return {}
+    return {"NEXT_PLUGGABLE_DEVICE_USE_C_API": "true", "TF_PLUGGABLE_DEVICE_LIBRARY_PATH": libtpu_path}
+
+
+def _libtpu_path() -> str | None:
+    """``libtpu.so`` of the installed ``libtpu`` wheel (what ``libtpu.get_library_path()`` returns), found without
+    importing the package (its import sets ``TPU_LIBRARY_PATH``)."""
+    from importlib.util import find_spec
+
+    spec = find_spec("libtpu")
+    if spec is None or not spec.origin:
+        return None
+    path = os.path.join(os.path.dirname(spec.origin), "libtpu.so")
+    return path if os.path.exists(path) else None
 
 
 def _datasets_sees_tensorflow_tpu(version: str) -> None:

@@ -87,16 +87,35 @@ def distinct_top_guesses(results: Sequence[Sequence[dict[str, Any]]]) -> int:
     return len({top[0]["token_str"] for top in results})
 
 
-def masked_loss(model: Any, batch: dict, only_input: int | None = None) -> float:
+# The most logits (rows x block x vocabulary) `masked_loss` computes in one call: 2**28 float32 values, 1 GiB of host
+# memory. A v5e-8's global batch at the tpu profile is 512 x 128 x 25,000 = 1.6 G values (6.6 GB, as float64 13 GB).
+MAX_LOGITS = 2**28
+
+
+class HostBatchTooLargeError(ValueError):
+    """`masked_loss` was given more rows than it computes on the host at once: pass a few rows of the batch."""
+
+
+def masked_loss(model: Any, batch: dict, only_input: int | None = None, *, max_logits: int = MAX_LOGITS) -> float:
     """Mean cross-entropy (nats) of `model` at the labelled positions of an MLM batch (labels -100 elsewhere); with
-    `only_input` (the ``<mask>`` id), only at the labelled positions whose input is that token."""
+    `only_input` (the ``<mask>`` id), only at the labelled positions whose input is that token. It runs the model
+    eagerly, outside ``strategy.run``: a batch whose logits exceed `max_logits` values raises
+    `HostBatchTooLargeError` (pass a few rows, ``{k: v[:rows] for k, v in batch.items()}``)."""
     labels = np.asarray(batch["labels"])
+    rows, length = labels.shape
+    vocab = int(getattr(getattr(model, "config", None), "vocab_size", 0) or 0)
+    if vocab and rows * length * vocab > max_logits:
+        fit = max(1, max_logits // (length * vocab))
+        raise HostBatchTooLargeError(
+            f"masked_loss would compute {rows:,} x {length} x {vocab:,} = {rows * length * vocab:,} logits on the host "
+            f"at once (more than {max_logits:,}): a global batch is too large for a check outside strategy.run. "
+            f"Pass at most {fit:,} rows of it: {{k: v[:{fit}] for k, v in batch.items()}}.")
     inputs = {k: v for k, v in batch.items() if k != "labels"}
-    logits = np.asarray(model(inputs, training=False).logits, dtype=np.float64)
+    logits = np.asarray(model(inputs, training=False).logits)
     at = labels != -100
     if only_input is not None:
         at &= np.asarray(batch["input_ids"]) == only_input
-    z = logits[at]
+    z = logits[at].astype(np.float64)  # the measured positions only, in float64
     z = z - z.max(axis=-1, keepdims=True)
     logp = z - np.log(np.exp(z).sum(axis=-1, keepdims=True))
     return float(-logp[np.arange(len(z)), labels[at]].mean())

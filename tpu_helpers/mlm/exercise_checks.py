@@ -30,6 +30,7 @@ from tpu_helpers.core.frameworks import import_tensorflow
 from tpu_helpers.mlm.pipeline import MaskingSpec
 from tpu_helpers.mlm.shards import Manifest, ShardInfo, shard_name
 from tpu_helpers.xla_tf import compiler, counters
+from tpu_helpers.xla_tf.placement import on_xla_device
 
 __all__ = ["IGNORE_INDEX", "CHECK_SPEC", "check_mask_batch", "check_epoch_plan", "check_masked_accuracy",
            "masking_statistics"]
@@ -90,7 +91,8 @@ def check_mask_batch(mask_batch: Callable, spec: MaskingSpec = CHECK_SPEC) -> Ch
         compiled = tf.function(lambda x: mask_batch(x, spec), jit_compile=True)
         try:
             concrete = compiled.get_concrete_function(tf.TensorSpec(ids.shape, tf.int32))
-            results = [compiled(tf.constant(ids)) for _ in range(2)]
+            with on_xla_device():  # a TPU runtime's TPU (its TensorFlow has no XLA for the host), else the CPU
+                results = [compiled(tf.constant(ids)) for _ in range(2)]
         except Exception as e:  # noqa: BLE001 (NotImplementedError here: NumPy on a symbolic tensor)
             kind = type(e).__name__
             if "numpy" in str(e).lower() or kind in ("NotImplementedError", "AttributeError"):

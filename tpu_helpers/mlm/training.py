@@ -3,6 +3,7 @@ step log (loss, wall time, compile steps, steady tokens/s) and the training plan
 from __future__ import annotations
 
 import dataclasses
+import logging
 import sys
 import time
 from dataclasses import dataclass
@@ -63,14 +64,43 @@ def fill_mask_pipeline(model: Any, tokenizer: Any, *, top_k: int = 5):
     from accelerate). Neither package is needed by a TensorFlow pipeline, so in a TensorFlow process this hides
     both from transformers (its ``_torch_xla_available`` / ``_accelerate_available`` flags) before importing
     the pipelines, and passes ``dtype=None`` (``pipeline()``'s default ``"auto"`` looks the name up on ``torch``).
+    Two log lines of the pipeline are dropped, by message (`_quiet_pipeline_repeats`).
     """
     from tpu_helpers._compat import hide_torch_xla_and_accelerate_from_transformers
 
     if "tensorflow" in sys.modules and "torch_xla" not in sys.modules:
         hide_torch_xla_and_accelerate_from_transformers()
+    _quiet_pipeline_repeats()
     from transformers import pipeline
 
     return pipeline("fill-mask", model=model, tokenizer=tokenizer, framework="tf", top_k=top_k, dtype=None)
+
+
+# transformers 4.57's deprecation of its TF classes: logged once per module logger, so a TF pipeline repeats what
+# building the model said (notebook 04, section 6, explains it there)
+TF_DEPRECATION = "TensorFlow and JAX classes are deprecated"
+
+
+class _DropMessages(logging.Filter):
+    """Drops the records of one logger whose message starts with one of `prefixes`; lets everything else through."""
+
+    def __init__(self, *prefixes: str):
+        super().__init__()
+        self.prefixes = prefixes
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith(self.prefixes)
+
+
+def _quiet_pipeline_repeats() -> None:
+    """Named loggers, exact messages: ``Device set to use 0`` (``pipelines/base.py`` logs it at WARNING for every
+    pipeline; a TensorFlow pipeline places nothing by it) and the repeats of `TF_DEPRECATION` from the pipeline and
+    its tokenizer (the model's own, logged when it was built, stays). Idempotent."""
+    for name, prefixes in {"transformers.pipelines.base": ("Device set to use", TF_DEPRECATION),
+                           "transformers.tokenization_utils_base": (TF_DEPRECATION,)}.items():
+        log = logging.getLogger(name)
+        if not any(isinstance(f, _DropMessages) for f in log.filters):
+            log.addFilter(_DropMessages(*prefixes))
 
 
 def step_log_callback(tokens_per_step: int, *, progress: bool = False):
@@ -214,7 +244,9 @@ def masked_sentences(texts: Any, *, count: int = 3, seed: int = 0, max_chars: in
     import numpy as np
 
     def fits(words: list[str]) -> bool:
-        return tokenizer is None or max_tokens is None or len(tokenizer(" ".join(words))["input_ids"]) <= max_tokens
+        if tokenizer is None or max_tokens is None:
+            return True  # (verbose=False: measuring a probe that may be too long is the point, no warning about it)
+        return len(tokenizer(" ".join(words), verbose=False)["input_ids"]) <= max_tokens
 
     rng = np.random.default_rng(seed)
     out: list[str] = []

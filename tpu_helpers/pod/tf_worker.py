@@ -71,8 +71,10 @@ def weights_digest(variables: Sequence[Any]) -> str:
     return h.hexdigest()
 
 
-def train(job: dict[str, Any], strategy, *, steps: int, report_dir: str | None, sleep_s: float = 0.0) -> dict:
-    """Train `steps` global steps; return this host's evidence (also written to ``report_dir``)."""
+def train(job: dict[str, Any], strategy, *, steps: int, report_dir: str | None, sleep_s: float = 0.0,
+          with_source: bool | None = None) -> dict:
+    """Train `steps` global steps; return this host's evidence (also written to ``report_dir``). `with_source`: the
+    shard names travel with the batches (None: off a TPU only; a TPU step takes and returns no strings)."""
     tf = import_tensorflow()
     import tf_keras as keras
     from transformers import RobertaConfig, TFAutoModelForMaskedLM
@@ -80,7 +82,8 @@ def train(job: dict[str, Any], strategy, *, steps: int, report_dir: str | None, 
     resolver = strategy.cluster_resolver
     task = int(resolver.task_id or 0) if resolver is not None and resolver.task_type else 0
     chief = task == 0
-    with_source = not isinstance(strategy, tf.distribute.TPUStrategy)  # TPUs take no string tensors
+    if with_source is None:
+        with_source = not isinstance(strategy, tf.distribute.TPUStrategy)  # TPUs take no string tensors
     shard_files = sorted(tf.io.gfile.glob(f"{job['shards']}/*.tfrecord"))
     if not shard_files:
         raise SystemExit(f"no .tfrecord shards in {job['shards']}: write them first (notebook 08, section 3)")
@@ -112,11 +115,13 @@ def train(job: dict[str, Any], strategy, *, steps: int, report_dir: str | None, 
             loss = tf.nn.compute_average_loss(per_example, global_batch_size=global_batch)
         grads = tape.gradient(loss, model.trainable_variables)
         optimizer.apply_gradients(zip(grads, model.trainable_variables))
-        return loss, batch.get("source", tf.constant([b""])), tf.shape(labels)[0]
+        if with_source:  # off a TPU only: a TPU's step returns no string tensor
+            return loss, tf.shape(labels)[0], batch["source"]
+        return loss, tf.shape(labels)[0]
 
     @tf.function
     def train_step(iterator):
-        loss, sources, rows = strategy.run(step_fn, args=(next(iterator),))
+        loss, rows, *sources = strategy.run(step_fn, args=(next(iterator),))
         global_rows = strategy.reduce(tf.distribute.ReduceOp.SUM, rows, axis=None)  # an all-reduce over every host
         return strategy.reduce(tf.distribute.ReduceOp.SUM, loss, axis=None), sources, rows, global_rows
 
@@ -125,11 +130,10 @@ def train(job: dict[str, Any], strategy, *, steps: int, report_dir: str | None, 
     for step in range(1, steps + 1):
         loss, srcs, rows, total = train_step(iterator)
         local_rows = [int(r) for r in strategy.experimental_local_results(rows)]
-        for s in strategy.experimental_local_results(srcs):
+        for s in (strategy.experimental_local_results(srcs[0]) if srcs else ()):  # (a TPU run carries no names)
             for name in s.numpy().tolist():
                 key = name.decode().rsplit("/", 1)[-1]
-                if key:  # (a TPU run carries no names)
-                    sources[key] = sources.get(key, 0) + 1
+                sources[key] = sources.get(key, 0) + 1
         rows_per_step.append(local_rows)
         global_rows.append(int(total))
         losses.append(float(loss))

@@ -9,6 +9,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from tpu_helpers.xla_tf.placement import on_xla_device
+
 __all__ = ["XlaCheck", "check_xla", "IrStats", "compiled_ir_stats"]
 
 
@@ -50,14 +52,15 @@ def _why(error: BaseException) -> str:
 def check_xla(fn: Callable, *args, autograph: bool = True, **kwargs) -> XlaCheck:
     """Compile ``fn`` with ``tf.function(jit_compile=True, autograph=autograph)`` and run it on the arguments.
 
-    Returns an `XlaCheck`: ``compiles`` and the result, or the error class and the line that says why
+    Runs on `tpu_helpers.xla_tf.placement.on_xla_device`. Returns an `XlaCheck`: ``compiles`` and the result, or the error class and the line that says why
     (for example ``OperatorNotAllowedInGraphError`` for a Python ``if`` on a tensor without AutoGraph).
     """
     import tensorflow as tf
 
     compiled = tf.function(fn, jit_compile=True, autograph=autograph)
     try:
-        value = compiled(*args, **kwargs)
+        with on_xla_device():  # a TPU where TensorFlow is connected to one (its TPU build has no XLA for the host)
+            value = compiled(*args, **kwargs)
     except Exception as e:  # noqa: BLE001 (reporting the failure is the point)
         return XlaCheck(False, type(e).__name__, _why(e))
     return XlaCheck(True, value=value)
@@ -92,8 +95,9 @@ def compiled_ir_stats(function, *args, **kwargs) -> IrStats:
     is a bounded dynamic shape; XLA's dynamic padder rewrites it to its static bound N before code
     generation, so the optimised program computes on all N elements.
     """
-    ir = function.experimental_get_compiler_ir(*args, **kwargs)
-    hlo, opt = ir(stage="hlo"), ir(stage="optimized_hlo")
+    with on_xla_device():  # the program XLA builds for the device the calls run on
+        ir = function.experimental_get_compiler_ir(*args, **kwargs)
+        hlo, opt = ir(stage="hlo"), ir(stage="optimized_hlo")
     return IrStats(len(_INSTR_RE.findall(hlo)), len(_INSTR_RE.findall(opt)),
                    tuple(sorted(set(_DYNAMIC_RE.findall(hlo)))), tuple(sorted(set(_DYNAMIC_RE.findall(opt)))),
                    tuple(sorted(set(_SHAPE_RE.findall(opt)))), tuple(sorted(set(_INSTR_RE.findall(opt)))))

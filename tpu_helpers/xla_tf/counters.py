@@ -41,6 +41,7 @@ from typing import Any, Callable
 
 from tpu_helpers._compat import tf_function_flags
 from tpu_helpers.core.timing import time_calls
+from tpu_helpers.xla_tf.placement import on_xla_device
 
 __all__ = ["JitFunction", "jit", "CompilationCounter", "XlaRecordsOffError", "xla_dump_dir", "xla_compiled_modules",
            "seconds_per_call"]
@@ -89,7 +90,8 @@ def _signature(args: tuple, kwargs: dict) -> tuple:
 class JitFunction:
     """``tf.function(fn, jit_compile=True)`` that counts its traces, XLA compilations, calls and cache hits.
 
-    Call it like the function. Extra keyword arguments go to ``tf.function`` (``autograph``,
+    Call it like the function; a call runs on `tpu_helpers.xla_tf.placement.on_xla_device` (a TPU where TensorFlow is
+    connected to one). Extra keyword arguments go to ``tf.function`` (``autograph``,
     ``reduce_retracing``, ``input_signature``). ``function`` is the underlying ``tf.function``.
     """
 
@@ -124,7 +126,8 @@ class JitFunction:
         new = key not in self.signatures
         self.signatures[key] = self.signatures.get(key, 0) + 1
         try:
-            out = self.function(*args, **kwargs)
+            with on_xla_device():  # a TPU's first core where TensorFlow is connected to one: no XLA for its host
+                out = self.function(*args, **kwargs)
         except Exception:
             self.signatures[key] -= 1
             if new:

@@ -172,3 +172,71 @@ def test_tpu_build_check_can_leave_the_chips_alone():
     torch = _dists(torch_xla="2.9.0", libtpu="0.0.21")
     assert "is installed" in check_tpu_build(_Rt(True), "torch", installed=torch, tpu_devices=touched,
                                              probe_devices=False)
+
+
+# ---------------------------------------------------------------------------- TensorFlow's TPU build on PJRT TPUs
+def _tpu_vm(accelerator_type):
+    from tpu_helpers.core.runtime import Runtime, parse_accelerator_type
+
+    generation, chips, _ = parse_accelerator_type(accelerator_type)
+    return Runtime("cloud-tpu-vm", "local", accelerator_type, generation, min(chips, 8 if generation == "v5e" else 4))
+
+
+def test_tf_tpu_build_gets_the_pjrt_plugin_variables_on_one_tpu_host_only(monkeypatch):
+    """Google's TF-on-TPU configs (ml-auto-solutions, export_env_variables): one host loads libtpu as TensorFlow's
+    PJRT plugin; a slice of several hosts sets TPU_LOAD_LIBRARY=0; nothing of it off a TPU VM."""
+    from tpu_helpers.core.runtime import Runtime
+
+    tpu_build = _dists(tensorflow_tpu="2.20.0", libtpu="0.0.14")
+    monkeypatch.setattr("tpu_helpers.core.frameworks._libtpu_path", lambda: "/site-packages/libtpu/libtpu.so")
+    for accelerator in ("v5litepod-1", "v5litepod-8", "v6e-1", "v3-8"):
+        env = {}
+        use_framework("tf", environ=env, modules={}, installed=tpu_build, runtime=_tpu_vm(accelerator))
+        assert env["NEXT_PLUGGABLE_DEVICE_USE_C_API"] == "true", accelerator
+        assert env["TF_PLUGGABLE_DEVICE_LIBRARY_PATH"] == "/site-packages/libtpu/libtpu.so", accelerator
+        assert "TPU_LOAD_LIBRARY" not in env
+    for accelerator in ("v5litepod-16", "v4-32", "v3-32"):
+        env = {}
+        use_framework("tf", environ=env, modules={}, installed=tpu_build, runtime=_tpu_vm(accelerator))
+        assert env["TPU_LOAD_LIBRARY"] == "0", accelerator
+        assert "TF_PLUGGABLE_DEVICE_LIBRARY_PATH" not in env and "NEXT_PLUGGABLE_DEVICE_USE_C_API" not in env
+    tpu_keys = {"NEXT_PLUGGABLE_DEVICE_USE_C_API", "TF_PLUGGABLE_DEVICE_LIBRARY_PATH", "TPU_LOAD_LIBRARY"}
+    for rt in (Runtime("cpu", "local"), Runtime("gpu", "colab", gpus=1),
+               Runtime("tpu-node", "colab", devices=8, tpu_address="grpc://10.0.0.2:8470")):
+        env = {}
+        use_framework("tf", environ=env, modules={}, installed=tpu_build, runtime=rt)
+        assert not tpu_keys & set(env), rt.kind  # never on a CPU (the hosted images rehearsed here), a GPU, a Node
+    env = {}  # the CPU build on a TPU VM: check_tpu_build stops it; nothing to set for it
+    use_framework("tf", environ=env, modules={}, installed=_dists(tensorflow="2.20.0"), runtime=_tpu_vm("v5litepod-8"))
+    assert not tpu_keys & set(env)
+    env = {}
+    use_framework("torch", environ=env, modules={}, installed=tpu_build, runtime=_tpu_vm("v5litepod-8"))
+    assert not tpu_keys & set(env)
+
+
+def test_a_learners_own_tpu_variables_are_kept():
+    from tpu_helpers.core.frameworks import tf_tpu_environment
+
+    env = {"TF_PLUGGABLE_DEVICE_LIBRARY_PATH": "/lib/libtpu.so"}
+    use_framework("tf", environ=env, modules={}, installed=_dists(tensorflow_tpu="2.20.0", libtpu="0.0.14"),
+                  runtime=_tpu_vm("v5litepod-1"))
+    assert env["TF_PLUGGABLE_DEVICE_LIBRARY_PATH"] == "/lib/libtpu.so"
+    assert tf_tpu_environment(_tpu_vm("v5litepod-8"), None) == {}  # no libtpu wheel: no plugin to name
+    assert tf_tpu_environment(_tpu_vm("v5litepod-8"), "/x/libtpu.so") == {
+        "NEXT_PLUGGABLE_DEVICE_USE_C_API": "true", "TF_PLUGGABLE_DEVICE_LIBRARY_PATH": "/x/libtpu.so"}
+
+
+def test_a_preset_tpu_load_library_0_on_one_host_stops_before_tensorflow_aborts(monkeypatch):
+    """tensorflow-tpu 2.20 with the PJRT plugin variables and TPU_LOAD_LIBRARY=0 aborts at import (measured on a
+    CPU with the TPU build: "RegisterPluggableDevicePlugin ... TPU_LOAD_LIBRARY=0, not loading libtpu")."""
+    from tpu_helpers.core.frameworks import WrongBuildError
+
+    monkeypatch.setattr("tpu_helpers.core.frameworks._libtpu_path", lambda: "/site-packages/libtpu/libtpu.so")
+    env = {"TPU_LOAD_LIBRARY": "0"}
+    with pytest.raises(WrongBuildError, match="Unset it"):
+        use_framework("tf", environ=env, modules={}, installed=_dists(tensorflow_tpu="2.20.0", libtpu="0.0.14"),
+                      runtime=_tpu_vm("v5litepod-8"))
+    env = {"TPU_LOAD_LIBRARY": "0"}  # a slice: what it is for
+    use_framework("tf", environ=env, modules={}, installed=_dists(tensorflow_tpu="2.20.0", libtpu="0.0.14"),
+                  runtime=_tpu_vm("v5litepod-16"))
+    assert "TF_PLUGGABLE_DEVICE_LIBRARY_PATH" not in env

@@ -53,3 +53,28 @@ def test_frequency_only_note_below_the_measured_size_only():
 def test_distinct_top_guesses():
     results = [[{"token_str": "the"}, {"token_str": "a"}], [{"token_str": "the"}], [{"token_str": "of"}]]
     assert distinct_top_guesses(results) == 2
+
+
+def test_masked_loss_measures_the_labelled_positions_and_refuses_a_batch_too_large_for_the_host(tf):
+    """Notebook 04 runs it eagerly outside strategy.run: a v5e-8's global batch (512 x 128 x 25,000 logits) must be
+    refused with what to pass instead, not computed on the host (issue 36, item 5)."""
+    from transformers import RobertaConfig, TFRobertaForMaskedLM
+
+    from tpu_helpers.mlm.claims import HostBatchTooLargeError, masked_loss
+
+    config = RobertaConfig(vocab_size=50, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                           intermediate_size=32, max_position_embeddings=20)
+    model = TFRobertaForMaskedLM(config)
+    rng = np.random.default_rng(0)
+    ids = rng.integers(5, 50, size=(6, 16)).astype(np.int32)
+    labels = np.where(rng.random(ids.shape) < 0.3, ids, -100).astype(np.int32)
+    ids = np.where(labels != -100, 4, ids)  # <mask> where labelled
+    batch = {"input_ids": ids, "attention_mask": np.ones_like(ids), "labels": labels}
+    logits = model({"input_ids": ids, "attention_mask": batch["attention_mask"]}, training=False).logits
+    per_token = tf.keras.losses.sparse_categorical_crossentropy(np.maximum(labels, 0), logits, from_logits=True)
+    want = float(np.asarray(per_token)[labels != -100].mean())
+    assert masked_loss(model, batch) == pytest.approx(want, rel=1e-5)
+    assert masked_loss(model, batch, only_input=4) == pytest.approx(want, rel=1e-5)  # every label is a <mask> here
+    with pytest.raises(HostBatchTooLargeError, match=r"6 x 16 x 50 = 4,800 logits.*at most 2 rows"):
+        masked_loss(model, batch, max_logits=2 * 16 * 50)
+    assert masked_loss(model, {k: v[:2] for k, v in batch.items()}, max_logits=2 * 16 * 50) > 0

@@ -3,6 +3,8 @@ mlm_pipeline): the per-record pipeline of the seed's script, side-by-side measur
 labelled positions only. Runs in the TensorFlow test process; times nothing it asserts on."""
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import pytest
 
@@ -11,7 +13,13 @@ from tpu_helpers.mlm.corpus import filter_lines, load_corpus
 from tpu_helpers.mlm.pipeline import MaskingSpec, make_mlm_dataset
 from tpu_helpers.mlm.shards import write_shards
 from tpu_helpers.mlm.tokenizer import roberta_config, train_unigram_tokenizer
-from tpu_helpers.mlm.training import fill_mask_pipeline, masked_accuracy, masked_accuracy_metric, step_log_callback
+from tpu_helpers.mlm.training import (
+    TF_DEPRECATION,
+    fill_mask_pipeline,
+    masked_accuracy,
+    masked_accuracy_metric,
+    step_log_callback,
+)
 
 BLOCK = 128
 SPEC = MaskingSpec(mask_token_id=4, vocab_size=500, special_ids=(0, 1, 2, 3, 4), pad_token_id=1)
@@ -133,7 +141,22 @@ def test_fill_mask_pipeline_runs_in_a_tensorflow_process(tf, tmp_path):
                                intermediate_size=32)
     model = TFAutoModelForMaskedLM.from_config(config)
     model(model.dummy_inputs, training=False)
-    fill = fill_mask_pipeline(model, tokenizer, top_k=3)
-    out = fill("The value of the <mask> is returned.")
+    seen = []
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            seen.append(record.getMessage())
+
+    keep = Keep()
+    logging.getLogger("transformers").addHandler(keep)
+    try:
+        fill = fill_mask_pipeline(model, tokenizer, top_k=3)
+        out = fill("The value of the <mask> is returned.")
+        logging.getLogger("transformers.pipelines.base").warning("any other message")
+    finally:
+        logging.getLogger("transformers").removeHandler(keep)
     assert len(out) == 3 and all(0 < p["score"] < 1 and "sequence" in p for p in out)
     assert "torch_xla" not in sys.modules  # importing the pipelines did not pull in the other XLA
+    # issue 40: no "Device set to use 0", no repeat of the TF deprecation the model logged; other messages pass
+    assert not [m for m in seen if m.startswith(("Device set to use", TF_DEPRECATION))], seen
+    assert "any other message" in seen

@@ -232,3 +232,29 @@ def test_tf_worker_trains_saves_once_and_restores_in_one_process(tmp_path, tf):
     assert len(list((tmp_path / "ckpt").glob("*.index"))) == 1
     assert tf_worker.restore_digest(job, report["checkpoint"]) == report["weights_sha256"]
     assert json.loads((tmp_path / "host-0.json").read_text())["weights_sha256"] == report["weights_sha256"]
+
+
+def test_tf_worker_step_without_shard_names_returns_no_string_tensor(tmp_path, tf):
+    """The TPU path (issue 36, item 6): the step takes and returns no strings (TPUs take none), rehearsed on one CPU
+    replica with with_source=False, the value TPUStrategy gets."""
+    import numpy as np
+
+    from tpu_helpers.mlm.shards import write_shards
+    from tpu_helpers.pod import tf_worker
+
+    blocks = np.random.default_rng(1).integers(5, 60, size=(2 * 8, 16)).astype(np.int32)
+    write_shards(blocks, str(tmp_path / "shards"), records_per_shard=8, progress=False)
+    config = {"vocab_size": 60, "hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2,
+              "intermediate_size": 32, "max_position_embeddings": 20, "pad_token_id": 1, "bos_token_id": 0,
+              "eos_token_id": 2, "type_vocab_size": 1}
+    job = {"shards": str(tmp_path / "shards"), "checkpoint_dir": str(tmp_path / "ckpt"), "block_size": 16,
+           "global_batch": 4, "steps": 2, "learning_rate": 1e-3, "seed": 0, "model_config": config,
+           "masking": {"mask_token_id": 4, "vocab_size": 60, "special_ids": [0, 1, 2, 3, 4], "pad_token_id": 1}}
+    report = tf_worker.train(job, tf.distribute.MirroredStrategy(["/cpu:0"]), steps=2, report_dir=None,
+                             with_source=False)
+    assert report["sources"] == {} and report["global_rows_per_step"] == [4, 4]
+    assert all(np.isfinite(report["losses"]))
+    step_inputs = tf_worker.make_dataset_fn(job, sorted(str(p) for p in (tmp_path / "shards").glob("*.tfrecord")),
+                                            with_source=False)
+    spec = step_inputs(tf.distribute.InputContext()).element_spec
+    assert all(s.dtype != tf.string for s in spec.values()), spec
