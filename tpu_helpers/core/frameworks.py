@@ -60,8 +60,8 @@ def use_framework(name: str, *, environ: MutableMapping[str, str] | None = None,
 
     Sets ``USE_TF``/``USE_TORCH`` so transformers imports only that backend (and ``FORCE_TF_AVAILABLE`` where
     TensorFlow is the ``tensorflow-tpu`` distribution, which transformers does not recognise by name; on a TPU VM the
-    variables `tf_tpu_environment` names; for PyTorch/XLA ``XLA_NO_SPECIAL_SCALARS=1``, so a scalar such as AdamW's
-    ``1 - lr*wd`` turning 1.0 adds no graph), and raises `FrameworkClashError` if the other one is already loaded
+    variables `tf_tpu_environment` names; for PyTorch/XLA ``XLA_NO_SPECIAL_SCALARS=1``: no 0/1 graph
+    constants), and raises `FrameworkClashError` if the other one is already loaded
     (restart the kernel to fix it). ``installed`` (distribution -> version or None) and ``runtime`` (a
     `tpu_helpers.core.runtime.Runtime`; default: this machine's) are injectable for tests.
     """
@@ -119,9 +119,9 @@ def use_framework(name: str, *, environ: MutableMapping[str, str] | None = None,
                 environ.setdefault(k, v)  # a learner's own setting wins
         record_xla_compilations(environ)
     else:
-        # torch_xla bakes the scalars 0 and 1 into the graph as constants (a new graph) unless told not to: AdamW's
-        # `1 - lr*wd` rounds to 1.0 late in a linear decay (and early in a warm-up), and that step would compile
-        # again. Set in this process before torch_xla starts, every launcher's children inherit it.
+        # torch_xla makes the scalars 0 and 1 graph constants unless told not to (read once, at `import torch_xla`;
+        # children inherit it). Alone it does not keep AdamW's `1 - lr*wd` = 1.0 from adding a graph (torch_xla also
+        # merges equal scalar inputs): the training code calls tpu_helpers.xla_torch.scalars.scalars_as_graph_inputs.
         environ.setdefault("XLA_NO_SPECIAL_SCALARS", "1")
     return key
 
