@@ -14,7 +14,7 @@ def shards_for_host(shards, host, hosts):
 
 
 def slice_layout(accelerator_type):
-    """``(chips, workers, replicas)``: the name counts TensorCores on v3/v4 (2 per chip) and chips on v5e
+    """``(chips, workers, replicas)``: the name counts TensorCores on v2/v3/v4/v5p (2 per chip) and chips on v5e
     (``v5litepod``); a slice larger than one TPU VM (4 chips on v3/v4, 8 on v5e) is made of 4-chip workers; a v3
     chip is 2 replicas, a v4 chip 1 (megacore), a v5e chip 1."""
     generation, _, number = accelerator_type.lower().partition("-")
