@@ -1,17 +1,20 @@
 """What a learner gets on today's hosted TPU runtimes, rehearsed on this CPU.
 
-* Every hosted target's plan resolves against the package registry on its image's Python, the helper wheel of this
-  checkout included (its ``requires-python`` is part of the resolution).
-* Each image's packages on its Python, the notebook's install cell run verbatim on top, ``pip check`` with only the
-  image's own and the documented lines, the lessons' imports, and notebooks 00 and 03 (TensorFlow) and 02
-  (PyTorch/XLA) at the ``ci`` profile in that environment (`rehearse_hosted.rehearse`; environments cached).
+* Every hosted target's plan (Colab and Kaggle; TPU, CPU and GPU) resolves against the package registry on its
+  image's Python, the helper wheel of this checkout included (its ``requires-python`` is part of the resolution).
+* Each image's packages on its Python (Colab TPU, CPU and GPU, Kaggle TPU), the notebook's install cell run verbatim
+  on top, ``pip check`` with nothing new about the course's packages, the lessons' imports (torchvision, torchaudio
+  and lightning for PyTorch), and the target's notebooks at the ``ci`` profile in that environment: 00 and 03
+  (TensorFlow) and 02 (PyTorch/XLA) on the TPU images, 01 and 04 (TensorFlow), 02, 05 and 07 (PyTorch/XLA) on the CPU
+  and GPU images (`rehearse_hosted.rehearse`; environments cached).
 """
 import install_plan
 import pytest
 import rehearse_hosted as rh
 import resolve_plans
 
-HOSTED = [(image, fw) for image in install_plan.IMAGES for fw in install_plan.FRAMEWORKS]
+HOSTED = [(image, acc, fw) for image in install_plan.IMAGES for acc in install_plan.ACCELERATORS
+          for fw in install_plan.FRAMEWORKS]
 
 
 @pytest.fixture(scope="module")
@@ -19,15 +22,17 @@ def wheel(tmp_path_factory):
     return rh.build_wheel(tmp_path_factory.mktemp("wheel"))
 
 
-@pytest.mark.parametrize("image,framework", HOSTED)
-def test_the_plan_resolves_on_the_images_python(image, framework, wheel):
-    name, python, calls = next(t for t in resolve_plans.targets(str(wheel))
-                               if t[0].startswith(f"{image.capitalize()} TPU") and t[0].endswith(f"x {framework}"))
+@pytest.mark.parametrize("image,accelerator,framework", HOSTED)
+def test_the_plan_resolves_on_the_images_python(image, accelerator, framework, wheel):
+    name, python, calls = next(t for t in resolve_plans.targets(str(wheel)) if t[0].startswith(
+        f"{image.capitalize()} {accelerator.upper()}") and t[0].endswith(f"x {framework}"))
     dists, problems = resolve_plans.check(name, python, calls)
     assert not problems, problems
-    assert "tpu-course" in dists and "libtpu" in dists
-    if framework == "tf":
+    assert "tpu-course" in dists and ("libtpu" in dists) == (accelerator == "tpu")
+    if framework == "tf" and accelerator == "tpu":
         assert "tensorflow-tpu" in dists and not {"tensorflow", "tensorflow-cpu"} & set(dists)
+    if framework == "torch" and image == "colab":  # the family resolved together: each requires torch==<its torch>
+        assert (dists["torch"], dists["torchvision"], dists["torchaudio"]) == ("2.9.0", "0.24.0", "2.9.0")
 
 
 @pytest.mark.parametrize("target", sorted(rh.TARGETS))
