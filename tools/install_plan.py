@@ -132,14 +132,18 @@ def plan_roots(calls: list[list[str]]) -> list[str]:
     return [*names, "tpu-course"]
 
 
-# What a plan downloads on its runtime and how long it takes, as rehearsed (tools/rehearse_hosted.py measures it):
-# printed by the install cell before it starts. Keyed by (framework, plan key of `plan_variants`).
+# What a plan downloads on its runtime and how long it takes, printed by the install cell before it starts. Keyed by
+# (framework, plan key of `plan_variants`). Measured in the hosted rehearsal of Colab's CPU image (install.json of
+# tools/rehearse_hosted.py), except PyTorch's CPU wheel of torch, which CI cannot reach (PyPI's 0.9 GB CUDA build
+# and its 3 GB of nvidia-* packages and triton stand in for it there): its size is that of PyTorch's CPU wheels
+# (torch 2.13.0+cpu for Python 3.11: 192 MB), not measured for 2.9.0.
 PLAN_NOTES = {
-    ("torch", "cpu"): "Downloads PyTorch's CPU build of torch 2.9.0 with torchvision and torchaudio (about 0.2 GB) "
-                      "and torch_xla 2.9.0 (about 0.1 GB), then the course's libraries: about 2 minutes.",
-    ("torch", "gpu"): "Downloads PyTorch's CPU build of torch 2.9.0 with torchvision and torchaudio (about 0.2 GB: "
-                      "torch_xla has no CUDA build, so XLA runs on the CPU here and the GPU stays idle) and "
-                      "torch_xla 2.9.0 (about 0.1 GB), then the course's libraries: about 2 minutes.",
+    ("torch", "cpu"): "Downloads PyTorch's CPU build of torch 2.9.0 (about 0.2 GB) with its torchvision and "
+                      "torchaudio (a few MB), torch_xla 2.9.0 (80 MB) and the course's libraries (about 80 MB): a few "
+                      "minutes.",
+    ("torch", "gpu"): "Downloads PyTorch's CPU build of torch 2.9.0 (about 0.2 GB) with its torchvision and "
+                      "torchaudio (a few MB), torch_xla 2.9.0 (80 MB) and the course's libraries (about 80 MB): a few "
+                      "minutes. torch_xla has no CUDA build: the PyTorch/XLA notebooks run on the CPU here.",
 }
 
 

@@ -322,12 +322,16 @@ SIZE = {"bytes": 1, "kB": 1e3, "MB": 1e6, "GB": 1e9}
 
 
 def pip_fetched(log: str) -> dict:
-    """What pip's log says it fetched, {"downloaded": {file: bytes}, "cached": {file: bytes}}: pip gives a wheel's
-    size when it downloads it and when it takes it from its cache."""
-    out = {"downloaded": {}, "cached": {}}
+    """What pip's log says it fetched, {"downloaded": {file: bytes}, "cached": {...}, "local": {...}}: pip gives a
+    wheel's size when it downloads it and when it takes it from its cache; "local" are wheels it took from a folder
+    or a ``file://`` index (a machine's mirror of the registry: a download on a hosted runtime), sized on disk."""
+    out = {"downloaded": {}, "cached": {}, "local": {}}
     for m in re.finditer(r"(Downloading|Using cached) (\S+) \(([0-9.]+) (bytes|kB|MB|GB)\)", log):
         kind = "downloaded" if m.group(1) == "Downloading" else "cached"
         out[kind][m.group(2).rsplit("/", 1)[-1]] = round(float(m.group(3)) * SIZE[m.group(4)])
+    for m in re.finditer(r"Processing (/\S+\.whl)", log):
+        if Path(m.group(1)).is_file():
+            out["local"][Path(m.group(1)).name] = Path(m.group(1)).stat().st_size
     return out
 
 
@@ -413,9 +417,10 @@ def rehearse(target_name: str, framework: str, log=print, notebooks: bool = True
             log(f"[{target.name} x {framework}] the cell says: {harmless[:200]}")
         measured = json.loads((folder / "install.json").read_text()) if (folder / "install.json").exists() else {}
         if measured:
-            mb = {k: sum(measured[k].values()) / 1e6 for k in ("downloaded", "cached")}
+            mb = {k: sum(measured.get(k, {}).values()) / 1e6 for k in ("downloaded", "cached", "local")}
             log(f"[{target.name} x {framework}] first install: {measured['seconds']:.0f} s; pip downloaded "
-                f"{mb['downloaded']:.0f} MB and took {mb['cached']:.0f} MB from its cache")
+                f"{mb['downloaded']:.0f} MB, took {mb['cached']:.0f} MB from its cache and {mb['local']:.0f} MB "
+                f"from this machine's mirror of the registry: {sum(mb.values()):.0f} MB of wheels in all")
         new = new_pip_check_lines(folder, base, course_distributions(folder, framework, output))
         if new:
             raise RehearsalError(f"[{target.name} x {framework}] pip check after the install cell:\n" + "\n".join(new))

@@ -53,8 +53,10 @@ def test_pip_check_allows_only_the_documented_lines():
     assert all(reason for reason in rh.ALLOWED_PIP_CHECK.values())
 
 
-def test_pips_log_gives_what_it_downloaded_and_what_came_from_its_cache():
-    log = ("2026-11-26T15:00:01,1 Downloading https://files.pythonhosted.org/packages/aa/torch-2.9.0-cp313-cp313-"
+def test_pips_log_gives_what_it_downloaded_and_what_came_from_its_cache(tmp_path):
+    (tmp_path / "six-1.17.0-py2.py3-none-any.whl").write_bytes(b"x" * 1234)
+    log = (f"2026-11-26T15:00:00,1 Processing {tmp_path}/six-1.17.0-py2.py3-none-any.whl\n"
+           "2026-11-26T15:00:01,1 Downloading https://files.pythonhosted.org/packages/aa/torch-2.9.0-cp313-cp313-"
            "manylinux_2_28_x86_64.whl (899.8 MB)\n"
            "2026-11-26T15:00:02,1 Using cached torch_xla-2.9.0-cp313-cp313-manylinux_2_28_x86_64.whl (93.4 MB)\n"
            "2026-11-26T15:00:03,1 Downloading tqdm-4.70.1-py3-none-any.whl (78 kB)\n")
@@ -62,3 +64,4 @@ def test_pips_log_gives_what_it_downloaded_and_what_came_from_its_cache():
     assert fetched["downloaded"] == {"torch-2.9.0-cp313-cp313-manylinux_2_28_x86_64.whl": 899_800_000,
                                      "tqdm-4.70.1-py3-none-any.whl": 78_000}
     assert fetched["cached"] == {"torch_xla-2.9.0-cp313-cp313-manylinux_2_28_x86_64.whl": 93_400_000}
+    assert fetched["local"] == {"six-1.17.0-py2.py3-none-any.whl": 1234}  # a machine's mirror of the registry
