@@ -82,7 +82,9 @@ TARGETS = {
     # COLAB_GPU on a GPU runtime
     "colab-tpu": Target("colab-tpu", "colab", "tpu", COLAB, {"TPU_ACCELERATOR_TYPE": "v5litepod-1"}, TPU_NOTEBOOKS),
     "colab-cpu": Target("colab-cpu", "colab", "cpu", COLAB, {}, CPU_NOTEBOOKS),
-    "colab-gpu": Target("colab-gpu", "colab", "gpu", COLAB, {"COLAB_GPU": "1"}, CPU_NOTEBOOKS),
+    # No notebooks on the GPU image: with no GPU here its install cell leaves the CPU image's course packages, at the
+    # same versions, on the same CPU (its own lines are the CUDA libraries and TensorFlow's [and-cuda] extra)
+    "colab-gpu": Target("colab-gpu", "colab", "gpu", COLAB, {"COLAB_GPU": "1"}, {"tf": (), "torch": ()}),
     # Kaggle's TPU Dockerfile sets ISTPUVM and TPU_PROCESS_ADDRESSES; its kernels carry KAGGLE_KERNEL_RUN_TYPE
     "kaggle-tpu": Target("kaggle-tpu", "kaggle", "tpu", {"KAGGLE_KERNEL_RUN_TYPE": "Interactive", "ISTPUVM": "1",
                                                          "TPU_PROCESS_ADDRESSES": "local"},
@@ -430,7 +432,7 @@ def rehearse(target_name: str, framework: str, log=print, notebooks: bool = True
         versions = installed_versions(folder)
         log(f"[{target.name} x {framework}] python {target.python}: "
             + " ".join(f"{k}=={v}" for k, v in versions.items()))
-        if notebooks:
+        if notebooks and target.notebooks[framework]:
             stems = ", ".join(target.notebooks[framework])
             start = time.monotonic()
             rc = run_notebooks(target, framework, folder, Path(tmp) / "nb")
