@@ -98,7 +98,9 @@ ALLOWED_PIP_CHECK = {
     r"tf-keras [0-9.]+ requires tensorflow, which is not installed\.":
         "tf-keras names `tensorflow`; the TPU plan installs `tensorflow-tpu` (the same package) instead, on purpose",
 }
-# Off a TPU, nothing of the TPU builds may look for a TPU or a metadata server (a hang, not a failure)
+# A TPU image off its TPU: nothing of the TPU builds may look for a TPU or a metadata server (a hang, not a failure).
+# Not for the CPU and GPU images, which set none of them: with TPU_SKIP_MDS_QUERY=1 and no TPU_ACCELERATOR_TYPE,
+# Lightning's TPU probe (notebook 07) fails with a TypeError in torch_xla's tpu.version() instead of "no TPU"
 OFF_TPU = {"TPU_SKIP_MDS_QUERY": "1", "PJRT_DEVICE": "CPU", "JAX_PLATFORMS": "cpu"}
 LESSON_CHECKS = {
     "tf": ("from tpu_helpers.core.frameworks import use_framework; use_framework('tf'); import transformers; "
@@ -279,7 +281,10 @@ def variables(target: Target, on_device: bool) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TPU_", "COLAB_", "KAGGLE_", "PJRT_", "USE_"))
            and k not in ("ISTPUVM", "VIRTUAL_ENV", "PYTHONPATH", "FORCE_TF_AVAILABLE", "JUPYTER_PATH")}
     env.update(target.variables)
-    env.update(target.device if on_device else OFF_TPU)
+    if on_device:
+        env.update(target.device)
+    elif target.accelerator == "tpu":  # a TPU image off its TPU; a CPU or GPU runtime sets none of these
+        env.update(OFF_TPU)
     return env
 
 

@@ -40,7 +40,8 @@ def test_off_a_tpu_nothing_looks_for_a_tpu_or_the_metadata_server():
     env = rh.variables(rh.TARGETS["kaggle-tpu"], on_device=False)
     assert env["TPU_SKIP_MDS_QUERY"] == "1" and env["PJRT_DEVICE"] == "CPU" and "TPU_ACCELERATOR_TYPE" not in env
     assert rh.variables(rh.TARGETS["colab-tpu"], on_device=True)["TPU_ACCELERATOR_TYPE"] == "v5litepod-1"
-    assert "COLAB_GPU" not in rh.variables(rh.TARGETS["colab-gpu"], on_device=False)
+    cpu = rh.variables(rh.TARGETS["colab-gpu"], on_device=False)  # a CPU or GPU runtime sets none of OFF_TPU
+    assert "COLAB_GPU" not in cpu and not set(rh.OFF_TPU) & set(cpu) and cpu["COLAB_RELEASE_TAG"]
 
 
 def test_pip_check_allows_only_the_documented_lines():
