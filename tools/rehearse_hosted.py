@@ -408,7 +408,8 @@ def run_notebooks(target: Target, framework: str, folder: Path, tmp: Path, extra
 
 def rehearse(target_name: str, framework: str, log=print, notebooks: bool = True, wheel: Path | None = None) -> dict:
     """Every step for one target and framework; raises `RehearsalError` at the first that fails. ``wheel``: the
-    tpu-course wheel to install (built from this checkout when None)."""
+    tpu-course wheel to install (built from this checkout when None). Returns what it found: the plan, versions,
+    the first install's measures, and {distribution: version} of the course's distributions (``course``)."""
     target = TARGETS[target_name]
     with tempfile.TemporaryDirectory(prefix="tpu-course-rehearsal-") as tmp:
         wheel = wheel or build_wheel(Path(tmp) / "build")
@@ -428,7 +429,8 @@ def rehearse(target_name: str, framework: str, log=print, notebooks: bool = True
             log(f"[{target.name} x {framework}] first install: {measured['seconds']:.0f} s; pip downloaded "
                 f"{mb['downloaded']:.0f} MB, took {mb['cached']:.0f} MB from its cache and {mb['local']:.0f} MB "
                 f"from this machine's mirror of the registry: {sum(mb.values()):.0f} MB of wheels in all")
-        new = new_pip_check_lines(folder, base, course_distributions(folder, framework, output))
+        course = course_distributions(folder, framework, output)
+        new = new_pip_check_lines(folder, base, course)
         if new:
             raise RehearsalError(f"[{target.name} x {framework}] pip check after the install cell:\n" + "\n".join(new))
         log(f"[{target.name} x {framework}] pip check: nothing new about the course's packages beyond the image's own "
@@ -445,7 +447,10 @@ def rehearse(target_name: str, framework: str, log=print, notebooks: bool = True
                 raise RehearsalError(f"[{target.name} x {framework}] notebooks {stems} failed (nbval exit {rc}; its "
                                      "report is above)")
             log(f"[{target.name} x {framework}] notebooks {stems}: passed in {time.monotonic() - start:.0f} s")
-    return {"python": target.python, "plan": plan, "versions": versions, "install": measured}
+    installed = {n.lower().replace("_", "-"): v for n, v in (ln.split("==", 1) for ln in _run(
+        [str(folder / "bin" / "python"), "-m", "pip", "list", "--format=freeze"], "pip list").stdout.split() if "==" in ln)}
+    return {"python": target.python, "plan": plan, "versions": versions, "install": measured,
+            "course": {n: installed.get(n) for n in sorted(course)}}
 
 
 def main(argv: list[str]) -> int:
