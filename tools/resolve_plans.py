@@ -7,8 +7,10 @@
 The ``pip install`` calls of a plan (`install_plan.hosted_plan`, and the Cloud TPU VM environments) are resolved
 together, as the environment they leave behind (pip keeps what an earlier call installed when it satisfies a later
 one), with ``pip install --dry-run --ignore-installed --report`` (nothing is installed; wheels' metadata is
-fetched); the ``--no-deps`` calls on their own. Each hosted target resolves on its image's Python (Colab 3.13,
-Kaggle 3.12: ``tools/images/``) with that image's plan variant (`install_plan.plan_key`). The helper package
+fetched); the ``--no-deps`` calls on their own. Each hosted target (Colab and Kaggle, TPU, CPU and GPU) resolves
+on its image's Python (Colab 3.13, Kaggle 3.12: ``tools/images/``) with that image's plan variant
+(`install_plan.plan_key`). PyTorch's CPU index (the CPU and GPU plans) is out of CI's reach: it is left out, so
+PyPI's build of the same versions is resolved, unless ``TPU_COURSE_TORCH_CPU_INDEX`` names a mirror. The helper package
 (``git+https://github.com/...``) is replaced by ``--wheel`` when given (so its ``requires-python`` is checked), else
 left out. A target fails
 when its TensorFlow plan would install the ``tensorflow`` distribution next to ``tensorflow-tpu``, or when a TPU
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -52,18 +55,18 @@ def targets(wheel: str | None = None) -> list[tuple[str, str | None, list[list[s
     """(name, Python version or None for this interpreter's, pip calls) of every target."""
     out = []
     helper = install_plan.helper_spec("tpu-course/tpu-course", install_plan.project_version())
-    hosted = [(image, ".".join(install_plan.image_snapshot(image)[0]["python"].split(".")[:2]))
-              for image in install_plan.IMAGES]
+    # each image's Python: its snapshot's, else its TPU image's (Kaggle's CPU/GPU images run 3.12, as its TPU one)
+    pythons = {image: ".".join(install_plan.image_snapshot(image)[0]["python"].split(".")[:2])
+               for image in install_plan.IMAGES}
     for framework in install_plan.FRAMEWORKS:
         plans = install_plan.plan_variants(framework, "tpu-course/tpu-course")
-        for image, python in hosted:
-            calls = plans[install_plan.plan_key(plans, "tpu", image, python)]
-            if wheel:
-                calls = [[wheel if a == helper else a for a in c] for c in calls]
-            out.append((f"{image.capitalize()} TPU (Python {python}) x {framework}", python, calls))
-        for accelerator in install_plan.ACCELERATORS:
-            calls = install_plan.hosted_plan(framework, accelerator, "tpu-course/tpu-course")
-            out.append((f"Colab/Kaggle {accelerator.upper()} (this Python) x {framework}", None, calls))
+        for image, python in pythons.items():
+            for accelerator in install_plan.ACCELERATORS:
+                calls = plans[install_plan.plan_key(plans, accelerator, image, python)]
+                if wheel:
+                    calls = [[wheel if a == helper else a for a in c] for c in calls]
+                out.append((f"{image.capitalize()} {accelerator.upper()} (Python {python}) x {framework}", python,
+                            calls))
     for framework in install_plan.FRAMEWORKS:
         with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
             f.write("\n".join(install_plan.vm_requirements(framework)) + "\n")
@@ -84,6 +87,10 @@ def check(name: str, python: str | None, calls: list[list[str]]) -> tuple[dict[s
         if "install" not in call:
             continue  # pip uninstall: installs nothing
         pip_args = [a for a in call if a not in ("-q", "install") and not a.startswith("tpu-course @")]
+        if install_plan.TORCH_CPU_INDEX in pip_args:  # out of reach here: PyPI's build of the same versions instead
+            i = pip_args.index(install_plan.TORCH_CPU_INDEX)
+            index = os.environ.get("TPU_COURSE_TORCH_CPU_INDEX")
+            pip_args[i - 1:i + 1] = ["--extra-index-url", index] if index else []
         if "--no-deps" in pip_args:
             if pip_args != ["--no-deps"]:
                 dists.update(resolve(pip_args, python))

@@ -1,15 +1,21 @@
-"""Refresh the dated snapshots of the hosted TPU images that the install plans are derived from and rehearsed on.
+"""Refresh the dated snapshots of the hosted images that the install plans are derived from and rehearsed on.
 
     python3 tools/images/refresh.py --colab-git ~/src/backend-info --kaggle-git ~/src/docker-python
     python3 tools/images/refresh.py          # reads the same files from GitHub (needs the network)
+    python3 tools/images/refresh.py --only colab-cpu colab-gpu     # some snapshots only
 
-* ``colab-tpu.txt``: Colab's TPU runtime, googlecolab/backend-info ``pip-freeze.tpu.txt`` verbatim, with its
-  Python version from ``os-info-tpu.txt`` and the commit it came from in the header.
+* ``colab-tpu.txt``, ``colab-cpu.txt``, ``colab-gpu.txt``: Colab's TPU, CPU (the default) and GPU runtimes,
+  googlecolab/backend-info ``pip-freeze.tpu.txt`` / ``pip-freeze.txt`` / ``pip-freeze.gpu.txt`` verbatim, with
+  the Python version from ``os-info-tpu.txt`` / ``os-info.txt`` / ``os-info-gpu.txt`` and the commit it came from
+  in the header.
 * ``kaggle-tpu.txt``: Kaggle's TPU image, Kaggle/docker-python ``tpu/requirements.in`` and ``tpu/config.txt``.
   That image publishes no freeze: its pinned framework lines are taken as written (``${TORCH_VERSION}`` ...), the
   unpinned packages that matter to the course (``KAGGLE_RELEVANT``) are resolved against the package registry for
   the image's Python on the day of the refresh, and the Dockerfile's ``libtpu==0.0.17`` override is applied. The
   CUDA libraries PyPI's torch wheel pulls are left out: the image has the CPU wheel.
+* Kaggle's CPU and GPU images have no snapshot: their Dockerfile (``Dockerfile.tmpl``) starts from a dated Colab
+  runtime image (``us-docker.pkg.dev/colab-images/public/cpu-runtime:release-colab-external-images_...``, Python
+  3.12) whose pip freeze is not published, and adds ``kaggle_requirements.txt``, mostly unpinned.
 
 The header lines (``# key: value``) are read by `tools/install_plan.py` (`image_snapshot`). Standard library only.
 """
@@ -58,15 +64,21 @@ def read(repo: tuple[str, str], git: str | None, path: str) -> tuple[str, str, s
     return _git(git, path) if git else _web(*repo, path)
 
 
-def colab(git: str | None) -> str:
-    freeze, commit, date = read(COLAB, git, "pip-freeze.tpu.txt")
-    os_info, _, _ = read(COLAB, git, "os-info-tpu.txt")
+COLAB_FILES = {"tpu": ("pip-freeze.tpu.txt", "os-info-tpu.txt"), "cpu": ("pip-freeze.txt", "os-info.txt"),
+               "gpu": ("pip-freeze.gpu.txt", "os-info-gpu.txt")}
+
+
+def colab(git: str | None, accelerator: str = "tpu") -> str:
+    freeze_file, os_file = COLAB_FILES[accelerator]
+    freeze, commit, date = read(COLAB, git, freeze_file)
+    os_info, _, _ = read(COLAB, git, os_file)
     python = re.search(r"^Python (\d+\.\d+\.\d+)", os_info, re.M).group(1)
     body = [ln for ln in freeze.splitlines() if ln.strip() and not ln.startswith("#")]
     return "\n".join([
-        "# Colab TPU runtime: its pip freeze, verbatim (tools/images/refresh.py writes this file).",
-        f"# source: https://github.com/{COLAB[0]}/blob/{commit}/pip-freeze.tpu.txt",
-        f"# commit: {commit}", f"# date: {date}", f"# python: {python}", "# image: colab", *body]) + "\n"
+        f"# Colab {accelerator.upper()} runtime: its pip freeze, verbatim (tools/images/refresh.py writes this file).",
+        f"# source: https://github.com/{COLAB[0]}/blob/{commit}/{freeze_file}",
+        f"# commit: {commit}", f"# date: {date}", f"# python: {python}", "# image: colab",
+        f"# accelerator: {accelerator}", *body]) + "\n"
 
 
 def _resolve(reqs: list[str], python: str) -> dict[str, str]:
@@ -117,12 +129,19 @@ def kaggle(git: str | None) -> str:
         *lines]) + "\n"
 
 
+SNAPSHOTS = {"colab-tpu": lambda a: colab(a.colab_git, "tpu"), "colab-cpu": lambda a: colab(a.colab_git, "cpu"),
+             "colab-gpu": lambda a: colab(a.colab_git, "gpu"), "kaggle-tpu": lambda a: kaggle(a.kaggle_git)}
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--colab-git", help="a clone of googlecolab/backend-info (else read from GitHub)")
     ap.add_argument("--kaggle-git", help="a clone of Kaggle/docker-python (else read from GitHub)")
+    ap.add_argument("--only", nargs="+", choices=sorted(SNAPSHOTS), help="refresh these snapshots only")
     args = ap.parse_args(argv)
-    for name, text in (("colab-tpu.txt", colab(args.colab_git)), ("kaggle-tpu.txt", kaggle(args.kaggle_git))):
+    for name in args.only or sorted(SNAPSHOTS):
+        text = SNAPSHOTS[name](args)
+        name += ".txt"
         tmp = HERE / f".{name}.tmp"
         tmp.write_text(text)
         tmp.replace(HERE / name)

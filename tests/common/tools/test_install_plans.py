@@ -1,7 +1,7 @@
 """The learner's install path: the install cells on every hosted target, the Cloud TPU VM environments, the wheel.
 
 Each notebook's install cell is executed as Colab or Kaggle would run it (their environment variables, the device
-files of a TPU or GPU runtime), with ``subprocess.check_call`` captured instead of running pip: the calls must be
+files of a TPU or GPU runtime), with ``subprocess.Popen`` captured instead of running pip: the calls must be
 the plan of `install_plan` for that target, and the TPU plans must keep the CPU builds out.
 """
 import os
@@ -21,19 +21,25 @@ HOSTS = {"colab": {"COLAB_RELEASE_TAG": "release-colab-20261101"}, "kaggle": {"K
 DEVICES = {"tpu": {"/dev/vfio/0"}, "gpu": {"/dev/nvidia0"}, "cpu": set()}
 
 
-def run_install_cell(source: str, env: dict, device_files: set, monkeypatch) -> list[list[str]]:
-    """Execute an install cell with this environment and these device files; return the pip argument lists."""
+def run_install_cell(source: str, env: dict, device_files: set, monkeypatch, pip_says: str = "") -> list[list[str]]:
+    """Execute an install cell with this environment and these device files, pip replaced by a process that prints
+    ``pip_says``; return the pip argument lists."""
     calls = []
     monkeypatch.setattr(os, "environ", dict(env))
     real_exists = os.path.exists
     monkeypatch.setattr(os.path, "exists", lambda p: p in device_files if str(p).startswith("/dev/") else real_exists(p))
 
-    def check_call(cmd, *a, **k):
-        assert cmd[:3] == [sys.executable, "-m", "pip"], cmd
-        calls.append(list(cmd[3:]))
-        return 0
+    class Pip:
+        def __init__(self, cmd, *a, **k):
+            assert cmd[:3] == [sys.executable, "-m", "pip"], cmd
+            calls.append(list(cmd[3:]))
+            self.stdout = iter(pip_says.splitlines(keepends=True))
+            self.returncode = 0
 
-    monkeypatch.setattr(subprocess, "check_call", check_call)
+        def wait(self):
+            return self.returncode
+
+    monkeypatch.setattr(subprocess, "Popen", Pip)
     exec(compile(source, "<install cell>", "exec"), {})
     return calls
 
@@ -83,8 +89,13 @@ def test_install_cell_runs_the_plan_of_its_target(framework, accelerator, host, 
         assert "tensorflow-tpu" not in flat and "libtpu" not in flat
     else:
         assert "tensorflow" not in flat
+        torch_call = next(c for c in calls if any(a.startswith("torch==") for a in c))
+        family = {a.split("==")[0] for a in torch_call if "==" in a}
+        assert {"torch", "torchvision", "torchaudio"} <= family, "torch changes with the torchvision/torchaudio built for it"
         if accelerator != "tpu":
             assert "libtpu" not in flat and "[tpu]" not in flat
+            # PyTorch's CPU wheels (torch_xla has no CUDA build: XLA runs on the CPU of a GPU runtime too)
+            assert torch_call[torch_call.index("--extra-index-url") + 1] == install_plan.TORCH_CPU_INDEX
         elif host == "kaggle":  # the image's own torch family, as its snapshot lists it: no 6 GB CUDA build
             kept = install_plan.image_snapshot("kaggle")[1]
             for name in ("torch", "torch-xla", "torchvision", "torchaudio", "libtpu"):
@@ -103,6 +114,41 @@ def test_install_cell_stops_on_a_python_the_course_does_not_support(python, monk
         run_install_cell(source, {"PATH": "/usr/bin", **HOSTS["colab"]}, DEVICES["tpu"], monkeypatch)
 
 
+def test_install_cell_names_the_expected_conflicts_and_only_those(monkeypatch, capsys):
+    """pip's red ERROR after the install (Kaggle's diffusers wants huggingface-hub 1.x, the course pins 0.36): the cell
+    says right after it that it is expected and harmless, because diffusers is not a package the course uses; a
+    conflict of one of the course's packages (transformers, here) is called not expected."""
+    source = nbformat.read(nc.notebook_paths()[2], as_version=4).cells[1].source  # a PyTorch notebook
+    report = ("ERROR: pip's dependency resolver does not currently take into account all the packages that are "
+              "installed. This behaviour is the source of the following dependency conflicts.\n"
+              "diffusers 0.42.1 requires huggingface-hub<3.0,>=1.32.0, but you have huggingface-hub 0.36.2 which is "
+              "incompatible.\n")
+    run_install_cell(source, {"PATH": "/usr/bin", **HOSTS["kaggle"]}, DEVICES["tpu"], monkeypatch, report)
+    out = capsys.readouterr().out
+    assert "Expected and harmless: pip's ERROR lines above about diffusers." in out and "Not expected" not in out
+    ours = report + ("transformers 4.57.6 requires huggingface-hub<1.0,>=0.34.0, but you have huggingface-hub 1.32.0 "
+                     "which is incompatible.\n")
+    run_install_cell(source, {"PATH": "/usr/bin", **HOSTS["kaggle"]}, DEVICES["tpu"], monkeypatch, ours)
+    out = capsys.readouterr().out
+    assert "about diffusers." in out and "Not expected" in out  # and it is listed after that line:
+    assert out.rindex("transformers 4.57.6 requires") > out.index("Not expected")
+
+
+def test_the_conflict_rule_reads_both_of_pips_wordings():
+    """pip install's conflict report and `pip check` word a conflict differently; both name the package and what it
+    requires, and the course's distributions include what its packages require (as installed)."""
+    assert install_plan.conflict_parts("diffusers 0.42.1 requires huggingface-hub<3.0,>=1.32.0, but you have "
+                                       "huggingface-hub 0.36.2 which is incompatible.") == ("diffusers", "huggingface-hub")
+    assert install_plan.conflict_parts("tf_keras 2.20.1 requires tensorflow, which is not installed.") == \
+        ("tf-keras", "tensorflow")
+    assert install_plan.conflict_parts("Diffusers 0.42.1 has requirement huggingface-hub<3.0,>=1.32.0, but you have "
+                                       "huggingface-hub 0.36.2.") == ("diffusers", "huggingface-hub")
+    assert install_plan.conflict_parts("No broken requirements found.") is None
+    course = install_plan.course_distributions(install_plan.plan_roots(install_plan.hosted_plan("torch", "cpu", "o/r")))
+    assert {"torch", "torchvision", "lightning", "torchmetrics", "transformers", "huggingface-hub", "tpu-course"} <= course
+    assert "diffusers" not in course and "--extra-index-url" not in course
+
+
 def test_install_cell_takes_another_helper_when_told(monkeypatch):
     """The hosted rehearsal (and an offline classroom) installs the helper from a wheel file instead of GitHub."""
     source = nbformat.read(nc.notebook_paths()[0], as_version=4).cells[1].source
@@ -119,19 +165,37 @@ def test_every_supported_python_is_admitted_everywhere():
     assert [f"3.{m}" for m in range(int(lower), int(upper))] == list(install_plan.PYTHONS)
     case = re.search(r'case "\$PYVER" in ([0-9.|]+)\)', (ROOT / "course").read_text()).group(1)
     assert case.split("|") == list(install_plan.PYTHONS)
-    for image in install_plan.IMAGES:
-        python = install_plan.image_snapshot(image)[0]["python"]
+    for image, accelerator in install_plan.SNAPSHOTS:
+        python = install_plan.image_snapshot(image, accelerator=accelerator)[0]["python"]
         assert ".".join(python.split(".")[:2]) in install_plan.PYTHONS, (image, python)
 
 
 def test_snapshots_are_dated_and_sourced():
-    for image in install_plan.IMAGES:
-        header, versions = install_plan.image_snapshot(image)
+    for image, accelerator in install_plan.SNAPSHOTS:
+        header, versions = install_plan.image_snapshot(image, accelerator=accelerator)
         assert re.fullmatch(r"[0-9a-f]{40}", header["commit"]) and re.fullmatch(r"\d{4}-\d\d-\d\d", header["date"])
         assert header["source"].startswith("https://github.com/") and header["image"] == image
-        assert {"torch", "torch-xla", "libtpu"} <= set(versions), image
+        assert {"torch", "torchvision", "torchaudio"} <= set(versions), image
+        if accelerator == "tpu":
+            assert {"torch-xla", "libtpu"} <= set(versions), image
     colab = install_plan.image_snapshot("colab")[1]
     assert colab["torch"] == "2.9.0" and colab["libtpu"] == "0.0.21.1"  # read from `torch @ ...2.9.0%2Bcpu...` too
+    # Colab's CPU and GPU runtimes: torch 2.11 (PyTorch's +cpu wheel; +cu128), no torch_xla: the plans change torch
+    for accelerator, torch in (("cpu", "2.11.0"), ("gpu", "2.11.0+cu128")):
+        versions = install_plan.image_snapshot("colab", accelerator=accelerator)[1]
+        assert versions["torch"] == torch and "torch-xla" not in versions, accelerator
+
+
+def test_every_torch_the_plans_install_comes_with_its_own_torchvision_and_torchaudio():
+    """A plan that changes torch pins the torchvision and torchaudio built for it (their wheels require torch==...
+    exactly: `resolve_plans` resolves them together on each image's Python, tests/hosted)."""
+    pins = install_plan.read_pins()
+    family = install_plan.TORCH_COMPANIONS[pins["torch"]]
+    assert family["torchaudio"] == pins["torch"]  # torchaudio's releases carry torch's version
+    major, minor = pins["torch"].split(".")[:2]
+    assert family["torchvision"].split(".")[:2] == ["0", str(int(minor) + 15)] and major == "2"  # 2.9 <-> 0.24
+    with pytest.raises(ValueError, match="TORCH_COMPANIONS"):
+        install_plan.framework_calls("torch", "cpu", {**pins, "torch": "2.99.0"})
 
 
 def test_notebook_00_checks_what_its_plan_installs():
