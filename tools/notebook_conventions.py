@@ -90,7 +90,7 @@ def tpu_vm_recipe(repo: str = GITHUB_REPO) -> str:
         f"git clone https://github.com/{repo} && cd {folder} && git checkout {REVISION}",
         "./course setup --tpu     # one environment and Jupyter kernel per framework, each with its TPU build:",
         "                         #   tpu-course-tf (tensorflow-tpu + libtpu), tpu-course-torch (torch_xla + libtpu)",
-        "./course lab             # binds 127.0.0.1:8888 with a token; open the printed URL locally",
+        "./course lab             # prints http://127.0.0.1:8888/lab?token=... (open it on your machine) and the tunnel",
         "# back on your machine, when you are done (a TPU VM is billed while it exists):",
         "gcloud compute tpus tpu-vm delete my-tpu --zone=us-central1-a",
     ])

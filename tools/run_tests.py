@@ -21,7 +21,7 @@
 
 Extra arguments go to every pytest process (``./course test --durations=15`` lists the 15 slowest tests and
 notebook cells). The closing lines add up all groups, and a whole run's time is compared with its budget
-(26 minutes on the 2-core reference machine, hosted, multi-replica and multi-host rehearsals included;
+(34 minutes on the 2-core reference machine, hosted, multi-replica and multi-host rehearsals included;
 `tools/run_budgets.py`).
 """
 from __future__ import annotations
@@ -54,7 +54,7 @@ def pytest_command() -> list[str]:
 
 
 FOLDERS = {"common": "framework-free unit tests", "tf": "TensorFlow unit tests", "torch": "PyTorch/XLA unit tests",
-           "hosted": "hosted TPU runtimes rehearsed (Colab, Kaggle: tools/rehearse_hosted.py)"}
+           "hosted": "hosted runtimes rehearsed (Colab TPU/CPU/GPU, Kaggle TPU: tools/rehearse_hosted.py)"}
 LINT_PATHS = ["tpu_helpers", "tests", "tools", "benchmarks", "notebooks"]
 NOTEBOOKS = "notebooks, each alone in an empty folder (nbval)"
 
