@@ -121,3 +121,16 @@ def run_notebook_alone(notebook: Path, tmp_path: Path, monkeypatch, *, profile: 
     papermill.execute_notebook(str(copy), str(tmp_path / "executed.ipynb"), parameters=parameters,
                                kernel_name="python3", cwd=str(folder), progress_bar=False, execution_timeout=900)
     return {r["name"]: r["value"] for r in map(json.loads, figures.read_text().splitlines()) if r.get("name")}
+
+
+def run_json_script(script: Path, *args: str, drop: tuple[str, ...] = (), timeout: float = 600) -> dict:
+    """Run ``script`` with this interpreter in a process of its own (without the variables in ``drop``: switches
+    global to a process) and return the JSON of its last printed line; a failed run fails with its stderr."""
+    import json
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if k not in drop}
+    done = subprocess.run([sys.executable, str(script), *args], env=env, capture_output=True, text=True,
+                          timeout=timeout)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])

@@ -3,25 +3,17 @@ in a process of its own): the last step's ``1 - lr * 0.01`` is 1.0 in float32 an
 training function makes every scalar a graph input (`tpu_helpers.xla_torch.scalars`). The control run keeps
 ``XLA_NO_SPECIAL_SCALARS=1`` (what `use_framework("torch")` sets) without that call: epoch 3 compiles a graph, so
 the variable alone does not do it (torch_xla 2.9 caches scalar inputs by value). About 80 s for both runs."""
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from course_testing import run_json_script
 
 pytest.importorskip("torch_xla")
 SCRIPT = Path(__file__).with_name("schedule_run.py")
 
 
 def _run(mode: str) -> dict:
-    env = {k: v for k, v in os.environ.items() if k not in ("XLA_NO_SPECIAL_SCALARS", "PJRT_DEVICE")}
-    root = str(Path(__file__).resolve().parents[3])
-    env["PYTHONPATH"] = os.pathsep.join([root, env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    done = subprocess.run([sys.executable, str(SCRIPT), mode], env=env, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return run_json_script(SCRIPT, mode, drop=("XLA_NO_SPECIAL_SCALARS", "PJRT_DEVICE"))
 
 
 def test_the_tpu_schedule_compiles_only_in_epoch_1_and_not_with_the_variable_alone():

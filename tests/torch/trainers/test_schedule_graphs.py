@@ -3,13 +3,10 @@ step (XLA:CPU, a tiny BERT, ``schedule_run.py`` in a process of its own): its ``
 graph input (`tpu_helpers.xla_torch.scalars`), so the last step, where AdamW's ``1 - lr * 0.01`` is 1.0 in float32,
 runs the epoch's graph. The control run keeps ``XLA_NO_SPECIAL_SCALARS=1`` without that hook: the last step
 compiles. About 3 minutes for both runs on a loaded 2-core machine."""
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from course_testing import run_json_script
 
 pytest.importorskip("torch_xla")
 pytest.importorskip("lightning")
@@ -17,12 +14,7 @@ SCRIPT = Path(__file__).with_name("schedule_run.py")
 
 
 def _run(mode: str) -> dict:
-    env = {k: v for k, v in os.environ.items() if k not in ("XLA_NO_SPECIAL_SCALARS", "PJRT_DEVICE")}
-    root = str(Path(__file__).resolve().parents[3])
-    env["PYTHONPATH"] = os.pathsep.join([root, env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    done = subprocess.run([sys.executable, str(SCRIPT), mode], env=env, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return run_json_script(SCRIPT, mode, drop=("XLA_NO_SPECIAL_SCALARS", "PJRT_DEVICE"))
 
 
 def test_after_epoch_1_only_an_epochs_first_step_compiles_and_not_with_the_variable_alone():
