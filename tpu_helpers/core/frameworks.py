@@ -12,6 +12,7 @@ import sys
 from typing import MutableMapping
 
 from tpu_helpers.core.tpu_lock import TPUHeldError, check_tpu_free
+from tpu_helpers.core.versions import installed_version as _installed
 
 __all__ = ["FrameworkClashError", "WrongBuildError", "TPUHeldError", "use_framework", "loaded_frameworks", "check_tpu_build",
            "record_xla_compilations", "import_tensorflow", "tf_tpu_environment"]
@@ -194,15 +195,6 @@ def record_xla_compilations(environ: MutableMapping[str, str] | None = None) -> 
         flags = f"{flags} --xla_dump_to={folder} --xla_dump_hlo_module_re={XLA_MODULE_RE}".strip()
         environ["XLA_FLAGS"] = flags
     return flags
-
-
-def _installed(name: str) -> str | None:
-    from importlib import metadata
-
-    try:
-        return metadata.version(name)
-    except metadata.PackageNotFoundError:
-        return None
 
 
 def check_tpu_build(runtime, framework: str, *, installed=_installed, tpu_devices=None, probe_devices: bool = True,

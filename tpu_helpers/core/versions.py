@@ -37,21 +37,21 @@ def course_pins(distribution: str = "tpu-course") -> dict[str, str]:
     return pins
 
 
+def installed_version(name: str) -> str | None:
+    """The installed version of distribution `name`, or None (no import happens)."""
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
 def installed_versions(names=None) -> dict[str, str | None]:
     """Version of each distribution, or None when it is not installed (no import happens)."""
     if names is None:  # the key packages and everything an install plan installs
         names = tuple(dict.fromkeys(KEY_PACKAGES + PLAN_PACKAGES["tf"] + PLAN_PACKAGES["torch"]))
-    out = {}
-    for name in names:
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            out[name] = None
+    out = {name: installed_version(name) for name in names}
     if out.get("tensorflow") is None and "tensorflow" in names:  # a TPU runtime: the TPU build stands for it
-        try:
-            out["tensorflow"] = metadata.version("tensorflow-tpu")
-        except metadata.PackageNotFoundError:
-            pass
+        out["tensorflow"] = installed_version("tensorflow-tpu")
     return out
 
 

@@ -21,6 +21,7 @@ from typing import Callable
 
 from tpu_helpers.core import tpu_lock
 from tpu_helpers.core.frameworks import TPUHeldError, WrongBuildError, check_tpu_build
+from tpu_helpers.core.versions import installed_version as _installed
 from tpu_helpers.ready import first_xla
 
 __all__ = ["Verdict", "build_check", "torch_xla_libtpu", "libtpu_matches", "fetch_libtpu", "pjrt_api_versions",
@@ -31,16 +32,6 @@ NAMES = {"tf": "TensorFlow", "torch": "PyTorch/XLA"}
 _PJRT_LINE = re.compile(r"PJRT plugin has PJRT API version (\d+\.\d+)\. The framework PJRT API version is (\d+\.\d+)")
 SIDE_FOLDER = Path.home() / ".cache" / "tpu-course"  # where `fetch_libtpu` puts a framework's own libtpu
 _TORCH_NOTEBOOKS = "The PyTorch/XLA notebooks (02, 05-07) install torch_xla's own libtpu in their install cell"
-
-
-def _installed(name: str) -> str | None:
-    """The installed version of distribution `name`, or None."""
-    from importlib import metadata
-
-    try:
-        return metadata.version(name)
-    except metadata.PackageNotFoundError:
-        return None
 
 
 @dataclass(frozen=True)
