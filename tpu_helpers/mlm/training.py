@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tpu_helpers.core.frameworks import import_tensorflow
+from tpu_helpers.core.logs import DropMessages
 
 
 def masked_accuracy(labels: Any, logits: Any, *, ignore_index: int = -100):
@@ -81,17 +82,6 @@ def fill_mask_pipeline(model: Any, tokenizer: Any, *, top_k: int = 5):
 TF_DEPRECATION = "TensorFlow and JAX classes are deprecated"
 
 
-class _DropMessages(logging.Filter):
-    """Drops the records of one logger whose message starts with one of `prefixes`; lets everything else through."""
-
-    def __init__(self, *prefixes: str):
-        super().__init__()
-        self.prefixes = prefixes
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not record.getMessage().startswith(self.prefixes)
-
-
 def _quiet_pipeline_repeats() -> None:
     """Named loggers, exact messages: ``Device set to use 0`` (``pipelines/base.py`` logs it at WARNING for every
     pipeline; a TensorFlow pipeline places nothing by it) and the repeats of `TF_DEPRECATION` from the pipeline and
@@ -99,8 +89,8 @@ def _quiet_pipeline_repeats() -> None:
     for name, prefixes in {"transformers.pipelines.base": ("Device set to use", TF_DEPRECATION),
                            "transformers.tokenization_utils_base": (TF_DEPRECATION,)}.items():
         log = logging.getLogger(name)
-        if not any(isinstance(f, _DropMessages) for f in log.filters):
-            log.addFilter(_DropMessages(*prefixes))
+        if not any(isinstance(f, DropMessages) for f in log.filters):
+            log.addFilter(DropMessages(*prefixes))
 
 
 def step_log_callback(tokens_per_step: int, *, progress: bool = False):

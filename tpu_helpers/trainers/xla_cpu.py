@@ -25,6 +25,8 @@ from lightning.fabric.accelerators.xla import _parse_tpu_devices_str
 from lightning.fabric.utilities.device_parser import _check_data_type
 from lightning.pytorch.accelerators import XLAAccelerator
 
+from tpu_helpers.core.logs import DropMessages
+
 __all__ = ["XLACPUAccelerator", "lightning_accelerator", "quiet_lightning", "CPU_NOTE"]
 
 CPU_NOTE = ("no TPU here: Lightning's XLAAccelerator runs on PyTorch/XLA's CPU device through "
@@ -84,20 +86,13 @@ def lightning_accelerator(is_tpu: bool | None = None) -> Union[str, XLACPUAccele
     return "tpu" if is_tpu else XLACPUAccelerator()
 
 
-class _NoTips(logging.Filter):
-    """Drops Lightning 2.6's "💡 Tip: ... try installing [litlogger]/[litmodels]" advertisements."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not str(record.msg).startswith("💡 Tip:")
-
-
 def quiet_lightning() -> logging.Handler:
     """Lightning's messages through one path: the ``lightning.pytorch`` and ``lightning.fabric`` loggers' own
     handler, on stdout, not also the root logger's (``import lightning.pytorch`` adds its handler only when the root
     logger has none, else it propagates), without its tips; returns the handler. Calling it again replaces it."""
     handler = logging.StreamHandler(sys.stdout)
     handler._tpu_course = True
-    handler.addFilter(_NoTips())
+    handler.addFilter(DropMessages("💡 Tip:"))  # Lightning 2.6's litlogger/litmodels advertisements
     for name in ("lightning.pytorch", "lightning.fabric"):
         log = logging.getLogger(name)
         log.handlers = [h for h in log.handlers if not isinstance(h, logging.StreamHandler)] + [handler]

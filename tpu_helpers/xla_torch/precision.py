@@ -19,6 +19,8 @@ import contextlib
 import logging
 from typing import Iterator
 
+from tpu_helpers.core.logs import DropMessages
+
 __all__ = ["PRECISIONS", "mat_mul_precision"]
 
 PRECISIONS = ("default", "high", "highest")  # torch_xla.backends: 1, 3 and 6 bfloat16 passes on a TPU
@@ -42,8 +44,7 @@ def mat_mul_precision(precision: str = "highest") -> Iterator[str]:
 def _set(backends, precision: str) -> None:
     """``backends.set_mat_mul_precision`` without its "multiple times" warning (the module docstring says why)."""
     log = logging.getLogger("torch_xla.backends")
-    quiet = logging.Filter()
-    quiet.filter = lambda record: "mat mul precision multiple times" not in record.getMessage()
+    quiet = DropMessages("Setting mat mul precision multiple times")
     log.addFilter(quiet)
     try:
         backends.set_mat_mul_precision(precision)
