@@ -46,6 +46,11 @@ KERNELSPECS = {
 }
 LANGUAGE_INFO = {"name": "python"}
 CHECK_OUTPUT_MARK = "NBVAL_CHECK_OUTPUT"
+# A section's claims are asserted in one cell after its lesson cells, tagged ``check``: its source is folded
+# (``FOLDED``) and starts with a ``#@title`` line, Colab's name for the folded cell. The learner's answer cell is
+# tagged ``exercise``, the cell that checks it ``exercise-check``. No other code cell holds an ``assert``.
+CHECK_TAG, EXERCISE_CHECK_TAG = "check", "exercise-check"
+FOLDED = {"jupyter": {"source_hidden": True}, "cellView": "form"}
 
 def notebook_paths(folder: Path = NOTEBOOKS) -> list[Path]:
     return sorted(folder.glob("*.ipynb"))
@@ -239,6 +244,8 @@ def normalise(nb: nbformat.NotebookNode, framework: str | None = None) -> nbform
     for i, cell in enumerate(nb.cells):
         tags = _tags(cell)
         cell.metadata = nbformat.from_dict({"tags": tags} if tags else {})
+        if CHECK_TAG in tags:  # folded where the notebook is opened: Jupyter's source_hidden, Colab's form view
+            cell.metadata.update(FOLDED)
         cell.pop("id", None)
         if cell.cell_type == "code":
             if CHECK_OUTPUT_MARK not in cell.source:
@@ -332,12 +339,11 @@ def problems(path: Path, repo: str = GITHUB_REPO) -> list[str]:
         if c.cell_type == "code" and (c.get("outputs") or c.get("execution_count")) and \
                 CHECK_OUTPUT_MARK not in c.source:
             out.append(f"cell {i} has committed outputs")
-        if set(c.get("metadata", {})) - {"tags"}:
-            out.append(f"cell {i} has metadata other than tags")
+        if set(c.get("metadata", {})) - {"tags", *FOLDED}:
+            out.append(f"cell {i} has metadata other than tags (and a check cell's folding)")
     sources = "\n".join(c.source for c in cells if c.cell_type == "code")
     out += package_problems(meta.get("tpu_course", {}).get("package"), framework, path.stem, sources)
-    if not any(c.cell_type == "code" and re.search(r"^\s*assert\b", c.source, re.M) for c in cells):
-        out.append("no assert cell: which claim does this notebook prove?")
+    out += lesson_problems(nb)
     if nbformat.writes(normalise(nbformat.reads(raw, as_version=4))) + "\n" != raw:
         out.append("not normalised (run ./course links)")
     return out
@@ -455,3 +461,33 @@ def numbering_problems(paths: list[Path]) -> list[str]:
     if numbers != list(range(len(numbers))):
         return [f"notebook numbers must run 00, 01, ... without gaps or repeats (found {numbers})"]
     return []
+
+
+ASSERT_RE = re.compile(r"^\s*assert\b", re.M)
+
+
+def lesson_problems(nb: nbformat.NotebookNode) -> list[str]:
+    """Where the proof is not folded: an ``assert`` outside check cells, a check cell without its title, a
+    parameter resolved with ``X or default`` (``BATCH_SIZE = 0`` would train with the default: use profiles.param)."""
+    out = []
+    cells = nb.cells
+    checks = [i for i, c in enumerate(cells) if CHECK_TAG in _tags(c)]
+    if not checks:
+        out.append("no cell tagged 'check': which claim does this notebook prove?")
+    params = next((c for c in cells if "parameters" in _tags(c)), None)
+    names = re.findall(r"^([A-Z][A-Z0-9_]*)\s*=", params.source, re.M) if params is not None else []
+    or_default = re.compile(r"\b(" + "|".join(names) + r")\s+or\b") if names else None
+    for i, c in enumerate(cells):
+        if c.cell_type != "code":
+            continue
+        tags = set(_tags(c))
+        if ASSERT_RE.search(c.source) and not tags & {CHECK_TAG, EXERCISE_CHECK_TAG}:
+            out.append(f"cell {i} asserts but is not tagged '{CHECK_TAG}' or '{EXERCISE_CHECK_TAG}': fold the claim "
+                       "into the section's check cell")
+        if CHECK_TAG in tags and not c.source.startswith("#@title "):
+            out.append(f"cell {i} is tagged '{CHECK_TAG}' but does not start with a '#@title ...' line")
+        found = or_default.search(c.source) if or_default and "parameters" not in tags else None
+        if found:
+            out.append(f"cell {i} resolves {found.group(1)} with 'or': use profiles.param(...) (None is the "
+                       "default, anything else is checked)")
+    return out

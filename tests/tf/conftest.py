@@ -21,7 +21,7 @@ def tf():
 def local_gcs():
     """The local GCS emulator, started once per test module (about half a second) and stopped after its last test,
     with the environment restored. ``local_gcs.create_bucket("my-bucket")`` returns ``"gs://my-bucket"``."""
-    from tpu_helpers._infra.gcs_emulator import LocalGCS
+    from tpu_helpers.gcs_emulator import LocalGCS
 
     gcs = LocalGCS().start()
     try:

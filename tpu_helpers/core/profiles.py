@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any, Mapping, TypeVar
+from typing import Any, Mapping, Sequence, TypeVar
 
 from tpu_helpers.core.runtime import Runtime, detect_runtime
 
-__all__ = ["PROFILES", "PROFILE_ENV", "Profile", "choose_profile", "sized"]
+__all__ = ["PROFILES", "PROFILE_ENV", "Profile", "choose_profile", "sized", "param"]
 
 PROFILES = ("tpu", "cpu", "ci")
 PROFILE_ENV = "TPU_COURSE_PROFILE"
@@ -63,3 +63,31 @@ def sized(profile: Profile | str, table: Mapping[str, T] | None = None, **per_pr
     if missing:
         raise ValueError(f"sized() needs a value for every profile; missing: {', '.join(missing)}")
     return options[name]
+
+
+KINDS = {
+    "positive int": lambda v: isinstance(v, int) and not isinstance(v, bool) and v > 0,
+    "int >= 0": lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0,
+    "positive number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0,
+    "bool": lambda v: isinstance(v, bool),
+    "text": lambda v: isinstance(v, str) and v.strip() != "",
+}
+
+
+def param(name: str, value: Any, default: Any, kind: str | Sequence[Any]) -> Any:
+    """A parameter's value: ``default`` (the profile's) when it is None, else ``value`` once it is of ``kind``.
+
+    ``kind`` is one of "positive int", "int >= 0", "positive number", "bool", "text", or the accepted values
+    themselves (a tuple); anything else raises a ValueError naming the parameter and what it accepts.
+    """
+    if value is None:
+        return default
+    if isinstance(kind, str):
+        if kind not in KINDS:
+            raise ValueError(f"param(): unknown kind {kind!r}; use one of {', '.join(KINDS)} or a tuple of values")
+        ok, accepts = KINDS[kind](value), f"a {kind}"
+    else:
+        ok, accepts = value in tuple(kind), "one of " + ", ".join(repr(k) for k in kind)
+    if not ok:
+        raise ValueError(f"{name}={value!r}: use {accepts}, or None for this profile's default ({default!r})")
+    return value

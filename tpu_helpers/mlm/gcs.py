@@ -118,7 +118,7 @@ def join(base: str | os.PathLike[str], *parts: str) -> str:
 
 
 def using_emulator(env: Mapping[str, str] | None = None) -> bool:
-    """True when the variables point TensorFlow at `tpu_helpers._infra.gcs_emulator.LocalGCS`."""
+    """True when the variables point TensorFlow at `tpu_helpers.gcs_emulator.LocalGCS`."""
     env = os.environ if env is None else env
     return bool(env.get("TPU_COURSE_LOCAL_GCS")) and env.get("https_proxy") == env.get("TPU_COURSE_LOCAL_GCS")
 
@@ -189,7 +189,7 @@ def _login_hint(runtime: Runtime) -> str:
                 "or run `gcloud auth application-default login`")
     return ("run `gcloud auth application-default login`, or set GOOGLE_APPLICATION_CREDENTIALS to a service-account "
             "key file; to practise without Google Cloud, start the local emulator: "
-            "`from tpu_helpers._infra.gcs_emulator import LocalGCS; LocalGCS().start()`")
+            "`from tpu_helpers.gcs_emulator import LocalGCS; LocalGCS().start()`")
 
 
 def find_credentials(env: Mapping[str, str] | None = None, *, home: str | os.PathLike[str] | None = None,
@@ -271,7 +271,7 @@ def check_bucket(url: str | os.PathLike[str], *, write: bool = True, runtime: Ru
             raise GCSUnreachableError(
                 f"cannot reach Google Cloud Storage ({GCS_ENDPOINT}) to check gs://{bucket}: {why}. Offline? Use a "
                 "local folder instead of gs:// (off a TPU Node), or practise with the local emulator: "
-                "`from tpu_helpers._infra.gcs_emulator import LocalGCS; LocalGCS().start()`.")
+                "`from tpu_helpers.gcs_emulator import LocalGCS; LocalGCS().start()`.")
     credentials = find_credentials(env, runtime=runtime)
     node_note = (" On a TPU Node the TPU reads the bucket with its own service account "
                  "(service-PROJECT_NUMBER@cloud-tpu.iam.gserviceaccount.com): grant it access too."

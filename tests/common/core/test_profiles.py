@@ -39,3 +39,19 @@ def test_sized_picks_per_profile():
     assert sized("tpu", {"tpu": {"batch": 256}, "cpu": {"batch": 32}, "ci": {"batch": 8}}) == {"batch": 256}
     with pytest.raises(ValueError, match="missing: ci"):
         sized("cpu", tpu=1, cpu=2)
+
+
+def test_param_none_is_the_default_and_a_bad_value_names_the_parameter():
+    import pytest
+
+    from tpu_helpers.core.profiles import param
+    assert param("BATCH_SIZE", None, 32, "positive int") == 32
+    assert param("BATCH_SIZE", 8, 32, "positive int") == 8
+    assert param("PADDING", "max_length", "buckets", ("buckets", "max_length")) == "max_length"
+    for name, value, kind in [("BATCH_SIZE", 0, "positive int"), ("BATCH_SIZE", True, "positive int"),
+                              ("EPOCHS", 2.5, "positive int"), ("LEARNING_RATE", -1e-3, "positive number"),
+                              ("COMPARE", 1, "bool"), ("PADDING", "bucket", ("buckets", "max_length"))]:
+        with pytest.raises(ValueError, match=rf"^{name}={value!r}: use .*None for this profile's default"):
+            param(name, value, None, kind)
+    with pytest.raises(ValueError, match="unknown kind"):
+        param("X", 1, 1, "positive")

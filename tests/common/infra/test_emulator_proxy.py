@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from tpu_helpers._infra.gcs_emulator import proxy
-from tpu_helpers._infra.gcs_emulator.certs import make_certificates
-from tpu_helpers._infra.gcs_emulator.proxy import DEFAULT_RELAY_HOSTS, EMULATED_HOSTS, relay_refusal
+from tpu_helpers.gcs_emulator import proxy
+from tpu_helpers.gcs_emulator.certs import make_certificates
+from tpu_helpers.gcs_emulator.proxy import DEFAULT_RELAY_HOSTS, EMULATED_HOSTS, relay_refusal
 
 
 @pytest.mark.parametrize("host", ["metadata.google.internal", "METADATA.google.internal.", "169.254.169.254",

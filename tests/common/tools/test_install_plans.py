@@ -281,7 +281,7 @@ def test_the_wheel_holds_every_module_and_the_course_pins(tmp_path):
     names = set(zipfile.ZipFile(wheel).namelist())
     modules = {str(p.relative_to(ROOT)) for p in (ROOT / "tpu_helpers").rglob("*.py") if "__pycache__" not in p.parts}
     assert {"tpu_helpers/banking77/exercise_checks.py", "tpu_helpers/banking77/solutions.py", "tpu_helpers/__init__.py",
-            "tpu_helpers/_infra/gcs_emulator/__init__.py"} <= names
+            "tpu_helpers/gcs_emulator/__init__.py"} <= names
     assert modules <= names, sorted(modules - names)
     metadata = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("METADATA"))).decode()
     pins = install_plan.read_pins()

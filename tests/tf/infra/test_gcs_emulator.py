@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from tpu_helpers._infra import gcs_emulator
-from tpu_helpers._infra.gcs_emulator import LocalGCS, write_target_bucket
+from tpu_helpers import gcs_emulator
 from tpu_helpers.core.frameworks import import_tensorflow
 from tpu_helpers.core.runtime import Runtime
+from tpu_helpers.gcs_emulator import LocalGCS, write_target_bucket
 from tpu_helpers.mlm import gcs as gcsmod
 
 NODE = Runtime("tpu-node", "colab", tpu_address="grpc://10.0.0.2:8470", devices=8)

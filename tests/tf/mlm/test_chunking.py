@@ -100,7 +100,7 @@ def test_manifest_round_trip():
 
 
 def test_importing_the_mlm_package_loads_no_framework(tmp_path):
-    code = ("import sys, tpu_helpers.mlm.corpus, tpu_helpers.mlm.tokenizer, tpu_helpers.mlm.shards, tpu_helpers.mlm.pipeline, tpu_helpers.mlm.baselines, tpu_helpers.mlm.training, tpu_helpers.mlm.gcs, tpu_helpers._infra.gcs_emulator; "
+    code = ("import sys, tpu_helpers.mlm.corpus, tpu_helpers.mlm.tokenizer, tpu_helpers.mlm.shards, tpu_helpers.mlm.pipeline, tpu_helpers.mlm.baselines, tpu_helpers.mlm.training, tpu_helpers.mlm.gcs, tpu_helpers.gcs_emulator; "
             "print(sorted(m for m in ('tensorflow', 'torch', 'transformers', 'datasets') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120,
                          env={"PATH": "/usr/bin:/bin"})  # the installed tpu_helpers, from an empty folder

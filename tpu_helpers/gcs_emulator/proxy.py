@@ -2,7 +2,7 @@
 forwards each request to fake-gcs-server. Other hosts: relayed (an end-to-end TLS tunnel, through the proxy that was
 configured before the emulator started, if any) only when they are on the relay list (the Hugging Face Hub, PyPI,
 GitHub by default); loopback, link-local and cloud-metadata addresses are always refused. Runs in a child process
-(``python proxy.py _proxy CONFIG``, started by `tpu_helpers._infra.gcs_emulator.LocalGCS`): standard library only,
+(``python proxy.py _proxy CONFIG``, started by `tpu_helpers.gcs_emulator.LocalGCS`): standard library only,
 no import of the package, so it starts by path with ``python -I``.
 """
 from __future__ import annotations

@@ -41,7 +41,7 @@ connections go through it, and its ``NO_PROXY`` hosts still go direct. CA bundle
 
 Usage (a notebook, a test, or a learner practising offline)::
 
-    from tpu_helpers._infra.gcs_emulator import LocalGCS
+    from tpu_helpers.gcs_emulator import LocalGCS
     gcs = LocalGCS().start()              # idempotent: a re-run cell reuses the running emulator
     bucket = gcs.create_bucket("my-course-bucket")   # "gs://my-course-bucket"
     import tensorflow as tf                # the order matters, see below
@@ -65,7 +65,7 @@ exists/glob/listdir/isdir/makedirs/stat/copy/rename/remove, ``TFRecordWriter`` a
 ``gs://``, objects of several MB, ``tf.train.CheckpointManager`` and Keras ``save_weights`` /
 ``ModelCheckpoint`` / ``BackupAndRestore`` to ``gs://``, and the ``google-cloud-storage`` client.
 
-Command line: ``python -m tpu_helpers._infra.gcs_emulator --bucket NAME`` runs one until Ctrl-C and prints the
+Command line: ``python -m tpu_helpers.gcs_emulator --bucket NAME`` runs one until Ctrl-C and prints the
 ``export`` lines for a shell.
 """
 from __future__ import annotations
@@ -472,7 +472,7 @@ class LocalGCS:
 def _main(argv: list[str]) -> int:
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m tpu_helpers._infra.gcs_emulator",
+    parser = argparse.ArgumentParser(prog="python -m tpu_helpers.gcs_emulator",
                                      description="Run the local GCS emulator until Ctrl-C and print the "
                                                  "environment variables that point TensorFlow at it.")
     parser.add_argument("--bucket", action="append", default=[], help="bucket to create (repeatable)")

@@ -8,4 +8,6 @@ fake-gcs-server binary behind a loopback TLS proxy. Why it is built this way, an
 from .proxy import EMULATED_HOSTS, write_target_bucket
 from .server import TEST_TOKEN, EmulatorError, LocalGCS, active
 
+FRAMEWORK = None  # the framework this package's modules may import (tests/conventions enforce it)
+
 __all__ = ["LocalGCS", "EmulatorError", "active", "EMULATED_HOSTS", "TEST_TOKEN", "write_target_bucket"]
