@@ -30,7 +30,8 @@ def run_module(name: str, quick: bool) -> list[Benchmark] | str:
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
         out = f.name
     cmd = [sys.executable, "-m", f"benchmarks.bench_{name}", "--json", out] + (["--quick"] if quick else [])
-    env = dict(os.environ, PYTHONPATH=str(ROOT), TF_CPP_MIN_LOG_LEVEL="3")
+    # tests/ too: the benchmarks share the tests' support code (tests/course_support, not in the learner's wheel)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests")]), TF_CPP_MIN_LOG_LEVEL="3")
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
     try:
         if proc.returncode != 0:
