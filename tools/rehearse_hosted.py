@@ -48,6 +48,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import install_plan  # noqa: E402
+import stderr_check  # noqa: E402
 
 BUILDER_VERSION = "1"  # bump to rebuild every cached image environment
 
@@ -404,8 +405,10 @@ def kernel(folder: Path, name: str) -> Path:
     return folder / "share" / "jupyter"
 
 
-def run_notebooks(target: Target, framework: str, folder: Path, tmp: Path, extra: list[str] | None = None) -> int:
-    """nbval over the framework's notebooks, each alone in an empty folder, in the rehearsal's kernel."""
+def run_notebooks(target: Target, framework: str, folder: Path, tmp: Path, extra: list[str] | None = None,
+                  log=print) -> int:
+    """nbval over the framework's notebooks, each alone in an empty folder, in the rehearsal's kernel; as under
+    ``./course test``, a cell with red output that tools/known_stderr.py does not explain fails (`stderr_check`)."""
     name = f"rehearse-{target.name}-{framework}"
     env = variables(target, on_device=False)
     env["JUPYTER_PATH"] = str(kernel(folder, name))
@@ -415,12 +418,14 @@ def run_notebooks(target: Target, framework: str, folder: Path, tmp: Path, extra
     for stem in target.notebooks[framework]:
         (tmp / stem).mkdir(parents=True)
         copies.append(str(shutil.copy2(ROOT / "notebooks" / f"{stem}.ipynb", tmp / stem)))
-    pytest = Path(sys.executable).with_name("pytest")
-    cmd = [str(pytest) if pytest.exists() else sys.executable, *([] if pytest.exists() else ["-m", "pytest"]),
-           "--nbval-lax", f"--nbval-kernel-name={name}", "--nbval-cell-timeout=900", "--nbval-sanitize-with",
-           str(ROOT / "tests" / "nbval_sanitize.cfg"), "--rootdir", str(tmp), "-c", os.devnull,
-           "-p", "no:cacheprovider", "-q", *copies, *(extra or [])]
-    return subprocess.call(cmd, cwd=tmp, env=env)
+    report = tmp / "stderr.json"
+    cmd = [*stderr_check.pytest_command(), "--nbval-lax", f"--nbval-kernel-name={name}", "--nbval-cell-timeout=900",
+           "--nbval-sanitize-with", str(ROOT / "tests" / "nbval_sanitize.cfg"), "--rootdir", str(tmp), "-c",
+           os.devnull, "-p", "no:cacheprovider", "-q", *copies, f"--stderr-report={report}", *(extra or [])]
+    rc = subprocess.call(cmd, cwd=tmp, env=env)
+    if report.exists():
+        log(f"[{target.name} x {framework}] " + stderr_check.stderr_summary(json.loads(report.read_text())))
+    return rc
 
 
 def rehearse(target_name: str, framework: str, log=print, notebooks: bool = True, wheel: Path | None = None) -> dict:
@@ -459,7 +464,7 @@ def rehearse(target_name: str, framework: str, log=print, notebooks: bool = True
         if notebooks and target.notebooks[framework]:
             stems = ", ".join(target.notebooks[framework])
             start = time.monotonic()
-            rc = run_notebooks(target, framework, folder, Path(tmp) / "nb")
+            rc = run_notebooks(target, framework, folder, Path(tmp) / "nb", log=log)
             if rc:
                 raise RehearsalError(f"[{target.name} x {framework}] notebooks {stems} failed (nbval exit {rc}; its "
                                      "report is above)")
