@@ -44,9 +44,34 @@ if STRICT:
 
 
 def pytest_configure(config):
+    config.addinivalue_line("markers", "rehearsal: a rehearsal (./course rehearse), not a unit test (tests/conftest.py)")
     import tpu_helpers
 
     where = Path(tpu_helpers.__file__).resolve()
     if STRICT and ROOT in where.parents:
         raise pytest.UsageError(f"tpu_helpers was imported from the checkout ({where}), not from the installed "
                                 "wheel: run the tests through ./course test (it installs the wheel)")
+
+
+# The rehearsals: tests that run whole notebooks again (twice in one kernel, at the cpu profile, with a TPU VM's
+# variables), several replicas or hosts in processes of their own, or the hosted images. `./course test` leaves them
+# out (a contributor's loop in minutes); `./course rehearse` runs only them, and CI runs both (tools/run_tests.py).
+# A module path (every test in it) or a test id prefix, each with why it is a rehearsal.
+REHEARSALS = {
+    "tests/common/tools/test_rerun_notebooks.py": "every notebook run twice in one kernel",
+    "tests/tf/mlm/test_notebook_real_text.py": "notebook 04 at the cpu profile on real text (its context claims)",
+    "tests/tf/mlm/test_notebook_replicas.py": "notebook 04 on 8 simulated replicas",
+    "tests/tf/ready/test_notebook_on_a_tpu_vm.py": "notebook 00 run whole with a v5e-8 TPU VM's variables",
+    "tests/tf/tpu_tf/test_strategy.py::test_real_simulated_replicas_on_this_cpu": "TPUStrategy's replicas on CPUs",
+    "tests/hosted/": "the hosted images (Colab TPU/CPU/GPU, Kaggle TPU) rebuilt and their notebooks run",
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        path = Path(str(item.path))
+        if ROOT not in path.parents:
+            continue
+        test_id = "::".join([path.relative_to(ROOT).as_posix(), *item.nodeid.split("::")[1:]])
+        if any(test_id.startswith(prefix) for prefix in REHEARSALS):
+            item.add_marker(pytest.mark.rehearsal)

@@ -1,6 +1,7 @@
-"""The whole test suite (./course test): unit tests and nbval over every notebook, in separate pytest processes.
+"""The test suite in two commands, each a series of separate pytest processes.
 
-    ./course test                      # everything
+    ./course test                      # a contributor's loop: lint, unit tests, nbval over every notebook (minutes)
+    ./course rehearse                  # the rehearsals: hosted images, several replicas or hosts, reruns (CI: both)
     ./course pytest tests/tf/mlm/test_x.py    # some paths only (one framework per process, same options)
 
 * **Lint first**: ``ruff check`` (pinned; rules in pyproject.toml) over the helpers, tests, tools, benchmarks and the
@@ -9,10 +10,13 @@
   every test module into one process: ``tests/common`` (no framework), ``tests/tf`` and ``tests/torch`` run as
   separate pytest processes. Each folder's conftest declares its framework, so a test importing the other one fails
   with a message instead of aborting, even when a person runs the folder by hand.
-* **The notebooks run the way Colab opens them**: each one copied alone into an empty folder outside the
-  repository and executed there by nbval, against the installed ``tpu-course`` wheel (``./course`` builds it from
-  this checkout); nothing of the repository is importable, so a notebook that reads a repository file or needs a
-  helper missing from the wheel fails.
+* **Unit tests or rehearsals.** ``tests/conftest.py`` lists the rehearsals (``REHEARSALS``: whole notebooks rerun,
+  several replicas or hosts, the hosted images) and marks them ``rehearsal``; ``./course test`` deselects them
+  (``-m "not rehearsal"``), ``./course rehearse`` runs only them, then ``tests/hosted``.
+* **The notebooks run the way Colab opens them** (``./course test``): each one copied alone into an empty folder
+  outside the repository and executed there by nbval, against the installed ``tpu-course`` wheel (``./course``
+  builds it from this checkout); nothing of the repository is importable, so a notebook that reads a repository
+  file or needs a helper missing from the wheel fails.
 * **No unexplained red output.** nbval runs with the ``nbval_stderr`` plugin (``tools/nbval_stderr.py``): a cell
   whose stderr holds a line that ``tools/known_stderr.py`` does not explain fails, naming the notebook, the cell and
   the line; after the notebooks, one line says which listed lines still appeared.
@@ -20,9 +24,8 @@
   kill, a segfault) or one that wrote no junit report fails the run, whatever it had counted.
 
 Extra arguments go to every pytest process (``./course test --durations=15`` lists the 15 slowest tests and
-notebook cells). The closing lines add up all groups, and a whole run's time is compared with its budget
-(34 minutes on the 2-core reference machine, hosted, multi-replica and multi-host rehearsals included;
-`tools/run_budgets.py`).
+notebook cells). The closing lines add up all groups and compare the command's time with its budget
+(`tools/run_budgets.py`: 12 minutes for ``./course test``, 22 for ``./course rehearse`` on the 2-core machine).
 """
 from __future__ import annotations
 
@@ -65,11 +68,17 @@ def framework_of(path: str) -> str:
     return parts[1] if len(parts) > 1 and parts[0] == "tests" and parts[1] in FOLDERS else ""
 
 
-def groups() -> list[tuple[str, list[str]]]:
-    out = [(name, [f"tests/{folder}"]) for folder, name in FOLDERS.items() if folder != "hosted"]
-    out.append((NOTEBOOKS, [str(p) for p in sorted((ROOT / "notebooks").glob("*.ipynb"))]))
-    out.append((FOLDERS["hosted"], ["tests/hosted"]))
-    return out
+UNIT, REHEARSAL = ["-m", "not rehearsal"], ["-m", "rehearsal"]  # the marker tests/conftest.py sets
+
+
+def groups(rehearsals: bool = False) -> list[tuple[str, list[str], list[str]]]:
+    """(name, paths, marker selection) of each pytest process of ``./course test``, or of ``./course rehearse``."""
+    folders = [f for f in FOLDERS if f != "hosted"]
+    if rehearsals:
+        out = [(f"{FOLDERS[f]}: rehearsals", [f"tests/{f}"], REHEARSAL) for f in folders]
+        return out + [(FOLDERS["hosted"], ["tests/hosted"], [])]
+    out = [(FOLDERS[f], [f"tests/{f}"], UNIT) for f in folders]
+    return out + [(NOTEBOOKS, [str(p) for p in sorted((ROOT / "notebooks").glob("*.ipynb"))], [])]
 
 
 def lint() -> tuple[str, int, dict[str, int] | None]:
@@ -170,20 +179,25 @@ def main(argv: list[str]) -> int:
             print("course: give test paths from one of tests/common, tests/tf, tests/torch at a time (each runs in its "
                   "own pytest process: TensorFlow and torch_xla cannot share one), or notebooks")
             return 2
-        plan = [(FOLDERS[k], tests) for k in kinds] + [(NOTEBOOKS, [p for p in paths if p.endswith(".ipynb")])]
-        plan = [(n, p) for n, p in plan if p]
+        plan = [(FOLDERS[k], tests, []) for k in kinds] + [(NOTEBOOKS, [p for p in paths if p.endswith(".ipynb")], [])]
+        plan = [(n, p, m) for n, p, m in plan if p]
         argv = extra
         results, times, budget = [], [], None
+    elif argv[:1] == ["--rehearsals"]:
+        argv = argv[1:]
+        plan = groups(rehearsals=True)
+        budget = HOSTED_BUDGET_S + REHEARSALS_BUDGET_S
+        results, times = [], []
     else:
         plan = groups()
-        budget = TOTAL_BUDGET_S + HOSTED_BUDGET_S + REHEARSALS_BUDGET_S  # the whole suite; some paths only: none
+        budget = TOTAL_BUDGET_S  # ./course test; some paths only: none
         t = time.perf_counter()
         results = [lint()]
         times = [("lint", time.perf_counter() - t)]
     with tempfile.TemporaryDirectory(prefix="tpu-course-tests-") as tmp:
-        for i, (name, paths) in enumerate(plan):
+        for i, (name, paths, select) in enumerate(plan):
             t = time.perf_counter()
-            rc, totals = run_group(name, paths, argv, Path(tmp), i)
+            rc, totals = run_group(name, paths, [*select, *argv], Path(tmp), i)
             times.append((name, time.perf_counter() - t))
             results.append((name, rc, totals))
     code, line = verdict(results)

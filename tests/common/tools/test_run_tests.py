@@ -31,14 +31,18 @@ def test_verdict_counts_and_exit_codes():
 
 
 def test_tensorflow_and_torch_tests_never_share_a_process():
-    plan = dict(run_tests.groups())
-    assert [plan[name] for name in run_tests.FOLDERS.values()] == [["tests/common"], ["tests/tf"], ["tests/torch"],
-                                                                   ["tests/hosted"]]
+    unit = {name: (paths, select) for name, paths, select in run_tests.groups()}
+    rehearsals = [(paths, select) for _, paths, select in run_tests.groups(rehearsals=True)]
+    assert [unit[run_tests.FOLDERS[f]] for f in ("common", "tf", "torch")] == [
+        (["tests/common"], run_tests.UNIT), (["tests/tf"], run_tests.UNIT), (["tests/torch"], run_tests.UNIT)]
+    assert rehearsals == [(["tests/common"], run_tests.REHEARSAL), (["tests/tf"], run_tests.REHEARSAL),
+                          (["tests/torch"], run_tests.REHEARSAL), (["tests/hosted"], [])]
     assert run_tests.framework_of("tests/tf/mlm/test_exercise_checks.py::test_x") == "tf"
     assert run_tests.framework_of("tests/course_testing.py") == ""
     assert run_tests.main(["--paths", "tests/tf/tpu_tf/test_strategy.py", "tests/torch/banking77/test_buckets.py"]) == 2
     assert os.environ.get("PYTHONSAFEPATH") == "1"
-    folders = {p.name for p in (run_tests.ROOT / "tests").iterdir() if p.is_dir() and p.name != "__pycache__"}
+    folders = {p.name for p in (run_tests.ROOT / "tests").iterdir()
+               if p.is_dir() and p.name not in ("__pycache__", "course_support")}  # course_support: no tests
     assert folders == set(run_tests.FOLDERS), "every test folder is a framework group of the runner"
     assert not list((run_tests.ROOT / "tests").glob("test_*.py")), "tests live in tests/common, tests/tf, tests/torch"
 
@@ -93,3 +97,21 @@ def test_a_notebook_cell_with_unexplained_red_output_fails_and_names_the_line(tm
     assert [(r["cell"], [m["explained_by"] is None for m in r["messages"]]) for r in records] == [
         (0, []), (1, [False]), (2, [True])]
     assert "stderr (red output): 2 messages in 1 notebooks, 1 unexplained (failed cells: 01_probe.ipynb Cell 2)" in out
+
+
+def test_every_listed_rehearsal_exists_and_is_left_out_of_the_unit_run():
+    """A renamed rehearsal module would silently join `./course test`; the list and the files must agree."""
+    import subprocess
+    import sys
+
+    import conftest  # tests/conftest.py, the owner of the list
+
+    for prefix in conftest.REHEARSALS:
+        path, _, name = prefix.partition("::")
+        assert (run_tests.ROOT / path).exists(), f"REHEARSALS names {path}, which does not exist"
+        if name:
+            assert f"def {name}(" in (run_tests.ROOT / path).read_text(), f"{path} has no test {name}"
+    probe = "tests/common/tools/test_rerun_notebooks.py"
+    out = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+                          *run_tests.UNIT, probe], cwd=run_tests.ROOT, capture_output=True, text=True)
+    assert "deselected" in out.stdout and "::test_" not in out.stdout, out.stdout[-1500:] + out.stderr[-1500:]
