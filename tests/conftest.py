@@ -63,6 +63,8 @@ REHEARSALS = {
     "tests/tf/mlm/test_notebook_replicas.py": "notebook 04 on 8 simulated replicas",
     "tests/tf/ready/test_notebook_on_a_tpu_vm.py": "notebook 00 run whole with a v5e-8 TPU VM's variables",
     "tests/tf/tpu_tf/test_strategy.py::test_real_simulated_replicas_on_this_cpu": "TPUStrategy's replicas on CPUs",
+    "tests/torch/banking77/test_replicas.py::test_replicas_train_as_one": "notebook 05's training in several processes",
+    "tests/torch/trainers/test_replicas.py::test_forked_replicas": "Lightning's replicas forked on the CPU",
     "tests/hosted/": "the hosted images (Colab TPU/CPU/GPU, Kaggle TPU) rebuilt and their notebooks run",
 }
 

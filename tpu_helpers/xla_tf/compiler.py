@@ -1,7 +1,5 @@
-"""What XLA makes of a TensorFlow function (notebook 01): does it compile under ``jit_compile=True`` and, if not,
-which error and why (`check_xla`); the size and shapes of the program it builds (`compiled_ir_stats`).
-
-TensorFlow is imported inside the functions, so importing this module is cheap and framework-neutral.
+"""What XLA makes of a TensorFlow function (notebook 01): does it compile, and if not why (`check_xla`); the size and
+shapes of its program before and after XLA's optimisations (`compiled_ir_stats`).
 """
 from __future__ import annotations
 

@@ -1,17 +1,5 @@
-"""Self-checks for notebook 01's exercises (the three XLA rules, measured in TensorFlow).
-
-Each check runs the learner's function under XLA (``tf.function(jit_compile=True)`` through
-`tpu_helpers.xla_tf.counters.jit`, which counts compilations), reads the compiled program back from XLA
-(`tpu_helpers.xla_tf.compiler.compiled_ir_stats`) and compares the numbers with a plain reference. It never reads the
-answer's source.
-
-* `check_clip_without_if` (rule 1): compiles with ``autograph=False`` (no Python ``if`` on a tensor left), the
-  compiled program has no ``conditional``, and the results equal the eager ``if`` version `clip_if_too_long` on
-  gradients on both sides of the threshold.
-* `check_masked_mean` (rule 2): no bounded dynamic shape (``f32[<=N]``) in the HLO, so no boolean mask; the mean
-  over labelled positions on batches with different numbers of labels, 0.0 when none is labelled; one compilation.
-* `check_bucket_boundaries` (rule 3): bucket bounds that keep length buckets within a compilation budget and a
-  padding budget on the notebook's own token lengths (`tpu_helpers.shared.padding`).
+"""Checks of notebook 01's exercises: each runs the answer under XLA (`counters.jit`), reads the compiled program back
+(`compiler.compiled_ir_stats`) and compares with a plain reference, naming the slips learners make.
 """
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""The ``jit_compile`` rule (notebooks 01, 03 and 04): Hugging Face's advice "``jit_compile=True`` on CPU/GPU, take it
-out on TPU" (https://huggingface.co/docs/transformers/v4.49.0/en/perf_train_tpu_tf), given a runtime or a strategy
-(`jit_compile_for`), and what a ``tf.distribute`` strategy runs on (`strategy_kind`).
+"""The ``jit_compile`` rule (notebooks 01, 03, 04): Hugging Face's "``jit_compile=True`` on CPU/GPU, take it out on
+TPU" (https://huggingface.co/docs/transformers/v4.49.0/en/perf_train_tpu_tf), for a runtime or a strategy.
 """
 from __future__ import annotations
 

@@ -1,12 +1,6 @@
-"""Where the course's XLA calls run: on the first TPU core where TensorFlow is connected to a TPU, else on the host.
-
-TensorFlow's TPU build (``tensorflow-tpu``) has no XLA backend for the host CPU: a ``jit_compile=True`` function
-called with no device scope on a TPU runtime lands on the host and fails with "could not find registered transfer
-manager for platform Host". So every XLA call the TensorFlow lessons make outside ``strategy.run`` goes through
-`on_xla_device` (`tpu_helpers.xla_tf.counters.JitFunction`, `tpu_helpers.xla_tf.compiler` and the exercise checks
-do it themselves); ``tests/tf/xla_tf/test_placement.py`` lists every such call and how it is placed.
-
-TensorFlow is imported inside the functions, so importing this module is cheap and framework-neutral.
+"""Where the course's XLA calls run: the first TPU core where TensorFlow is connected to a TPU, else the host. The
+TPU build has no XLA backend for the host ("could not find registered transfer manager for platform Host");
+tests/tf/xla_tf/test_placement.py lists every XLA call of the TF lessons and how it is placed.
 """
 from __future__ import annotations
 
