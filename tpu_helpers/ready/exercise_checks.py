@@ -29,13 +29,12 @@ answer = answer_for(__package__)  # the notebook's answers, or this package's so
 # Names as Google writes them (gcloud --accelerator-type, TPU_ACCELERATOR_TYPE): one host and pod slices.
 ACCELERATOR_TYPES = ("v2-8", "v3-8", "v3-32", "v4-8", "v4-32", "v5litepod-1", "v5litepod-8", "v5litepod-16",
                      "v5p-8", "v6e-8")
-_NAME_COUNTS_CORES = ("v2", "v3", "v4", "v5p")  # the number in the name counts TensorCores, 2 per chip
 
 
 def _accelerator_problem(name: str, got: object) -> str | None:
     """What is wrong with ``got`` as the answer for ``name`` (None: right)."""
-    generation, chips, _ = parse_accelerator_type(name)
-    number = int(name.rsplit("-", 1)[1])
+    generation, chips, cores = parse_accelerator_type(name)  # the name's number counts TensorCores (core.runtime)
+    number, per_chip = int(name.rsplit("-", 1)[1]), cores // chips
     if not (isinstance(got, (tuple, list)) and len(got) == 2):
         return (f"read_accelerator_type({name!r}) returned {short(got)}: return a pair (generation, chips), "
                 f"e.g. ({generation!r}, {chips})")
@@ -50,10 +49,10 @@ def _accelerator_problem(name: str, got: object) -> str | None:
     n = int(n)
     if n == chips:
         return None
-    if generation in _NAME_COUNTS_CORES and n == number:
+    if per_chip > 1 and n == number:
         return (f"{name!r}: you returned {n} chips, the number in the name, but for {generation} that number counts "
-                f"TensorCores, 2 per chip: {name!r} has {chips} chips")
-    if generation not in _NAME_COUNTS_CORES and n * 2 == number:
+                f"TensorCores, {per_chip} per chip: {name!r} has {chips} chips")
+    if per_chip == 1 and n * 2 == number:
         return (f"{name!r}: you returned {n} chips, but {generation} has one TensorCore per chip and its names count "
                 f"chips: {name!r} has {chips} chips")
     return f"{name!r} has {chips} chips, you returned {n}"

@@ -48,22 +48,19 @@ def _is_int(value: Any) -> bool:
 
 # ------------------------------------------------------------------------------------ batch arithmetic
 def _replica_problem(name: str, value: Any) -> str | None:
-    info = slice_info(name)
+    info = slice_info(name)  # chips and replicas from tpu_helpers.core.runtime, the one owner of the per-chip rule
     if not _is_int(value):
         return f"SLICE_REPLICAS[{name!r}] is {short(value)}: give a whole number of replicas"
     if value == info.replicas:
         return None
-    why = {"v3": "a v3 chip has 2 TensorCores, and TensorFlow makes one replica per TensorCore",
-           "v5e": "a v5e chip has 1 TensorCore, so one replica per chip"}[info.generation]
-    if value == info.chips and info.replicas != info.chips:
-        return (f"SLICE_REPLICAS[{name!r}] = {value} counts the chips of {name}; {why}. The number in a v3 "
-                "slice's name counts TensorCores, not chips.")
-    if info.hosts and value == info.hosts and info.hosts > 1:
+    per_chip = info.replicas // info.chips
+    why = (f"a {info.generation} chip shows TensorFlow {per_chip} TensorCore{'s' if per_chip > 1 else ''}, one replica "
+           f"each, and the number in a {info.generation} slice's name counts {'TensorCores' if per_chip > 1 else 'chips'}")
+    if value in (info.chips, 2 * info.chips):
+        return f"SLICE_REPLICAS[{name!r}] = {value}, but {name} has {info.chips} chips and {info.replicas} replicas: {why}."
+    if info.hosts and info.hosts > 1 and value == info.hosts:
         return (f"SLICE_REPLICAS[{name!r}] = {value} counts the hosts (machines) of {name}; every host drives "
                 f"{info.replicas // info.hosts} replicas, and TensorFlow replicates over all of them.")
-    if value == 2 * info.chips and info.generation == "v5e":
-        return (f"SLICE_REPLICAS[{name!r}] = {value} counts two cores per chip; {why}. The number in a v5e "
-                "slice's name counts chips.")
     return f"SLICE_REPLICAS[{name!r}] = {value} is not the number of replicas of {name}; {why}."
 
 

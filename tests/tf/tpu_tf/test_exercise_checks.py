@@ -34,14 +34,15 @@ def test_batch_arithmetic_passes_on_reference(solution):
 def test_batch_arithmetic_chips_instead_of_cores_on_v3():
     chips = dict(RIGHT_REPLICAS, **{"v3-8": 4, "v3-32": 16})
     result = nb03.check_global_batch_and_steps(right_arithmetic, chips)
-    assert failed(result, "SLICE_REPLICAS['v3-8'] = 4 counts the chips", "2 TensorCores")
+    assert failed(result, "SLICE_REPLICAS['v3-8'] = 4, but v3-8 has 4 chips and 8 replicas", "2 TensorCores",
+                  "counts TensorCores")
 
 
 def test_batch_arithmetic_other_replica_slips():
     result = nb03.check_global_batch_and_steps(right_arithmetic, dict(RIGHT_REPLICAS, **{"v3-32": 4}))
     assert failed(result, "counts the hosts")
     result = nb03.check_global_batch_and_steps(right_arithmetic, dict(RIGHT_REPLICAS, **{"v5e-8": 16}))
-    assert failed(result, "two cores per chip", "1 TensorCore")
+    assert failed(result, "v5e-8 has 8 chips and 8 replicas", "1 TensorCore,", "counts chips")
     result = nb03.check_global_batch_and_steps(right_arithmetic, dict(RIGHT_REPLICAS, **{"v5e-1": 1.0}))
     assert failed(result, "whole number of replicas")
 
