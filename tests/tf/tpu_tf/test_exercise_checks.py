@@ -161,12 +161,12 @@ def test_node_ready_shape_and_structure_slips(tf):
     def unbatched(features, labels, batch_size):
         return tf.data.Dataset.from_tensor_slices((features, labels))
 
-    assert failed(nb03.check_node_ready_dataset(unbatched), "single examples", "drop_remainder=True")
+    assert failed(nb03.check_node_ready_dataset(unbatched), "(features, labels) pair of batches", "(8, 6)")
 
     def wrong_batch(features, labels, batch_size):
         return tf.data.Dataset.from_tensor_slices((features, labels)).batch(2 * batch_size, drop_remainder=True)
 
-    assert failed(nb03.check_node_ready_dataset(wrong_batch), "expected (8, 6) and (8,)")
+    assert failed(nb03.check_node_ready_dataset(wrong_batch), "shapes (8, 6) and (8,)")
 
     def as_dict(features, labels, batch_size):
         ds = tf.data.Dataset.from_tensor_slices({"input_ids": features, "label": labels})
@@ -180,7 +180,7 @@ def test_node_ready_repeat(tf):
     def forever(features, labels, batch_size):
         return tf.data.Dataset.from_tensor_slices((features, labels)).batch(batch_size, drop_remainder=True).repeat()
 
-    assert failed(nb03.check_node_ready_dataset(forever), "never ends (.repeat())")
+    assert failed(nb03.check_node_ready_dataset(forever), "one epoch gave 4+ batches", "no .repeat()")
 
     def twice(features, labels, batch_size):
         ds = tf.data.Dataset.from_tensor_slices((features, labels)).repeat(2)

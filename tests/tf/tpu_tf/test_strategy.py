@@ -200,9 +200,11 @@ def test_real_simulated_replicas_on_this_cpu():
         import json, re
         from tpu_helpers.core.runtime import Runtime
         from tpu_helpers.tpu_tf import strategy as st
-        from tpu_helpers.tpu_tf.batches import replica_batch_sizes
+        from tpu_helpers.tpu_tf.batches import replica_batch_shapes
         from tpu_helpers.tpu_tf.checklist import tpu_checklist, variables_outside_scope
         from tpu_helpers.xla_tf.jit_rule import jit_compile_for, strategy_kind
+        def replica_batch_sizes(s, ds, steps=None):
+            return [[shapes[0][0] for shapes in step] for step in replica_batch_shapes(s, ds, steps)]
         r = {}
         s = st.get_strategy(Runtime("cpu", "local"), cpu_replicas=8, env={}, quiet=True)
         r["replicas"], r["kind"] = s.num_replicas_in_sync, strategy_kind(s)
@@ -238,7 +240,6 @@ def test_real_simulated_replicas_on_this_cpu():
             good = model(); good.compile(optimizer="sgd", loss="mse", jit_compile=bool(jit_compile_for(s)))
         good.fit(ds, epochs=1, verbose=0)
         r["checklist"] = [(i.item, i.ok) for i in tpu_checklist(s, model=good, dataset=ds, xla_trained=True)]
-        from tpu_helpers.tpu_tf.batches import replica_batch_shapes
         from tpu_helpers.tpu_tf.checklist import unsynced_variables
         r["shapes_ragged"] = replica_batch_shapes(s, tf.data.Dataset.from_tensor_slices((x, 2 * x)).batch(32))
         r["shapes_default"] = replica_batch_shapes(tf.distribute.get_strategy(), ds)
@@ -273,9 +274,6 @@ def test_real_errors_on_this_cpu():
         import json
         from tpu_helpers.core.runtime import Runtime
         from tpu_helpers.tpu_tf import strategy as st
-        from tpu_helpers.tpu_tf.batches import replica_batch_sizes
-        from tpu_helpers.tpu_tf.checklist import tpu_checklist, variables_outside_scope
-        from tpu_helpers.xla_tf.jit_rule import jit_compile_for, strategy_kind
         import tensorflow as tf
         r = {}
         tf.constant(1.0)                                          # TensorFlow has initialised its devices
