@@ -45,8 +45,7 @@ class CheckItem:
         return f"{mark} {self.item}{': ' + self.detail if self.detail else ''}"
 
 
-def tpu_checklist(strategy: Any, model: Any = None, dataset: Any = None, jit_compile: bool | None = None,
-                  xla_trained: bool | None = None) -> list[CheckItem]:
+def tpu_checklist(strategy: Any, model: Any = None, dataset: Any = None, xla_trained: bool | None = None) -> list[CheckItem]:
     """The closing checklist of Hugging Face's TPU guide, on your objects: variables made in the scope, a pure,
     static pipeline without local files, ``jit_compile`` as `jit_compile_for` says; `xla_trained`: None, not checked."""
     from tpu_helpers.tpu_tf.purity import inspect_pipeline, unknown_dims
@@ -80,13 +79,10 @@ def tpu_checklist(strategy: Any, model: Any = None, dataset: Any = None, jit_com
         items.append(CheckItem("model and optimizer created inside strategy.scope()", not outside,
                                f"{len(outside)} variable(s) outside, e.g. {outside[0]}" if outside
                                else f"{len(variables)} variables checked"))
-    if jit_compile is None and model is not None:
-        jit_compile = getattr(model, "jit_compile", None)
-    if model is not None or jit_compile is not None:
-        decision = jit_compile_for(strategy)
-        want, why = decision.enabled, decision.reason
-        items.append(CheckItem(f"jit_compile={want} for this strategy ({strategy_kind(strategy)})",
-                               None if jit_compile is None else bool(jit_compile) == want, why))
+    if model is not None:
+        decision, jit_compile = jit_compile_for(strategy), getattr(model, "jit_compile", None)
+        items.append(CheckItem(f"jit_compile={decision.enabled} for this strategy ({strategy_kind(strategy)})",
+                               None if jit_compile is None else bool(jit_compile) == decision.enabled, decision.reason))
     return items
 
 

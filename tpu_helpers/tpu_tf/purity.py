@@ -17,19 +17,14 @@ PY_OPS = {"PyFunc": "numpy_function", "PyFuncStateless": "numpy_function", "Eage
 FILE_DATASET_OPS = {"TFRecordDataset", "TFRecordDatasetV2", "TextLineDataset", "FixedLengthRecordDataset",
                     "FixedLengthRecordDatasetV2"}
 
+_SERIAL = " On a TPU VM it works, but as serial Python under the GIL."
 EXPLANATIONS = {
-    "py_function": (
-        "tf.py_function (op EagerPyFunc) runs a Python function of the notebook's process for every element. "
-        "A TPU Node's host cannot call back into your Python, so the pipeline fails there; on a TPU VM it "
-        "works but runs under Python's GIL. Datasets' to_tf_dataset() fetches its rows this way."),
-    "numpy_function": (
-        "tf.numpy_function (op PyFunc) calls NumPy code in the notebook's Python process. A TPU Node's host "
-        "cannot run it; on a TPU VM it works but is serial Python. Rewrite it with tf ops, or precompute the "
-        "result and save it (in memory or as TFRecords)."),
-    "from_generator": (
-        "Dataset.from_generator pulls every element from a Python generator in the notebook's process "
-        "(a GeneratorDataset of PyFunc ops). A TPU Node cannot run it; on a TPU VM it works but is serial "
-        "Python. to_tf_dataset(num_workers>0) builds one. Use from_tensor_slices or TFRecords instead."),
+    "py_function": "tf.py_function (op EagerPyFunc) calls back into the notebook's Python for every element, which a "
+                   "TPU Node's host cannot do (datasets' to_tf_dataset() fetches its rows this way)." + _SERIAL,
+    "numpy_function": "tf.numpy_function (op PyFunc) runs NumPy code in the notebook's Python, which a TPU Node's host "
+                      "cannot do: rewrite it with tf ops, or precompute and save the result." + _SERIAL,
+    "from_generator": "Dataset.from_generator pulls every element from a Python generator of the notebook (PyFunc ops), "
+                      "which a TPU Node cannot run (to_tf_dataset(num_workers>0) builds one)." + _SERIAL,
 }
 
 
