@@ -1,8 +1,5 @@
-"""First XLA computations, to prove a runtime is ready: TensorFlow in this process, PyTorch/XLA in a child.
-
-PyTorch/XLA is checked in a subprocess because TensorFlow and torch_xla cannot share a process
-(see `tpu_helpers.core.frameworks`). On a TPU VM only one process can hold the chips at a time, so run the
-PyTorch/XLA check *before* TensorFlow touches the TPU.
+"""First XLA computations: TensorFlow in this process, PyTorch/XLA in a child (they cannot share a process; on a
+TPU VM the child runs first, as only one process can hold the chips).
 """
 from __future__ import annotations
 
@@ -49,14 +46,8 @@ class ProbeFailed(RuntimeError):
 
 
 def torch_xla_first_xla(runtime: Runtime | None = None, timeout: float = 300, *, libtpu_path: str | None = None) -> dict:
-    """Run a tiny computation on the PyTorch/XLA device in a child process and return what it saw.
-
-    Off-TPU the child uses ``PJRT_DEVICE=CPU`` (XLA's CPU backend); on a TPU it lets torch_xla pick the TPU, with
-    the libtpu at ``libtpu_path`` when given (``TPU_LIBRARY_PATH``, which torch_xla reads before any installed
-    libtpu) and XLA's INFO log on, whose "The PJRT plugin has PJRT API version" line tells a libtpu mismatch
-    (``output`` of the result). Returns ``{"installed": False}`` when torch_xla is not installed; raises
-    `ProbeFailed` when the child fails.
-    """
+    """A tiny PyTorch/XLA computation in a child: ``PJRT_DEVICE=CPU`` off a TPU; on one, the libtpu at `libtpu_path`
+    (``TPU_LIBRARY_PATH``) and XLA's INFO log, whose PJRT API line tells a mismatch. Raises `ProbeFailed`."""
     runtime = runtime or detect_runtime()
     env = dict(os.environ)
     env.pop("TPU_COURSE_FIGURES", None)
@@ -84,10 +75,7 @@ HOST_XLA_MISSING = "could not find registered transfer manager for platform Host
 
 
 def tf_host_xla_missing() -> str | None:
-    """None when TensorFlow's XLA compiles for this machine's CPU; else TensorFlow's own error. The TPU build
-    (``tensorflow-tpu``) links no XLA:CPU backend: ``jit_compile=True`` on the host fails with "could not find
-    registered transfer manager for platform Host" (seen with tensorflow-tpu 2.20), so off a TPU it compiles
-    nothing, and on a TPU only what runs on the TPU."""
+    """None when TensorFlow's XLA compiles for this CPU; else its error (the TPU build links no XLA:CPU backend)."""
     import tensorflow as tf
 
     try:
@@ -126,12 +114,8 @@ def _tpu_device(runtime: Runtime, tpu: bool) -> str | None:
 
 
 def tf_first_xla(runtime: Runtime | None = None, *, tpu: bool = True) -> dict:
-    """Compile and run a tiny function with ``jit_compile=True``; return its result and XLA's HLO text.
-
-    On a TPU VM it runs on the first TPU device (TensorFlow's TPU build has no XLA:CPU backend) unless ``tpu`` is
-    False (TensorFlow found no TPU: notebook 00 reports it); elsewhere on the CPU. Where no device can compile (the
-    TPU build on the host) it returns ``xla: False`` and TensorFlow's error.
-    """
+    """A tiny ``jit_compile=True`` function's result and HLO, on the first TPU device of a TPU VM (unless not `tpu`),
+    else the CPU; ``xla: False`` with TensorFlow's error where nothing can compile."""
     import numpy as np
     import tensorflow as tf
 

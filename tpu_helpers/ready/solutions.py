@@ -1,7 +1,4 @@
-"""Reference answers for notebook 00's exercises (is my runtime ready?). Try first, then read.
-
-TensorFlow is imported only when the TensorFlow answer is asked for (the module-level ``__getattr__`` at the
-end), so reading the accelerator-type answer does not start TensorFlow.
+"""Reference answers for notebook 00's exercises (TensorFlow imported only when its answer is asked for).
 """
 from __future__ import annotations
 

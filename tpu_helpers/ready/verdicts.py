@@ -1,13 +1,6 @@
-"""Notebook 00's verdicts: for each framework, does it work on this runtime, and if not, what to do.
-
-On a TPU a framework can fail in ways a learner cannot tell apart from a traceback: the wrong build installed
-(`check_tpu_build`'s `WrongBuildError`), another process holding the chips (`TPUHeldError`), or PyTorch/XLA loading
-a libtpu of another release. Notebook 00 runs in a TensorFlow kernel, whose install cell replaces the image's libtpu
-with TensorFlow's (``libtpu==0.0.14``), while torch_xla 2.9 (Colab) asks 0.0.21 and torch_xla 2.8 (Kaggle) 0.0.17:
-the PyTorch/XLA probe gets torch_xla's own libtpu in a side folder (`fetch_libtpu`), and a failure names the
-mismatch when the versions or the child's "PJRT API version" line show one. These functions turn each case into a
-`Verdict` and never raise for them, so notebook 00 runs to its end on Colab's v5e-1 and Kaggle's v5e-8 and reports.
-Everything a TPU would answer (installed versions, the lock holder, the probes, pip) is injectable for tests.
+"""Notebook 00's verdicts: does each framework work here, and if not, what to do; never raised, so notebook 00 reports
+to its end. The PyTorch/XLA probe gets torch_xla's own libtpu in a side folder (this TensorFlow kernel installed
+TensorFlow's), and a failure names a libtpu mismatch. What a TPU would answer is injectable for tests.
 """
 from __future__ import annotations
 
@@ -52,8 +45,7 @@ class Verdict:
 
 
 def build_check(runtime, framework: str, *, probe_devices: bool = False, **inject) -> tuple[bool | None, str]:
-    """(True, what `check_tpu_build` says), (False, its `WrongBuildError` message) or (None, its `TPUHeldError`
-    message: nothing checked); never raises them. ``inject``: its ``installed``, ``tpu_devices``, ``lock_holder``."""
+    """`check_tpu_build` as (True, what it says), (False: wrong build, why) or (None: the TPU is held, why)."""
     try:
         return True, check_tpu_build(runtime, framework, probe_devices=probe_devices, **inject)
     except WrongBuildError as e:
@@ -84,9 +76,8 @@ def libtpu_matches(have: str | None, want: str) -> bool:
 
 
 def fetch_libtpu(version: str, *, folder: Path | None = None, run: Callable = subprocess.run) -> tuple[str | None, str]:
-    """Put libtpu `version` (else its newest post-release: 0.0.21 has no wheel for Python 3.13, 0.0.21.1 has) in a
-    side folder with ``pip install --target --no-deps``, leaving the installed libtpu alone. Returns (its
-    ``libtpu.so``, or None when pip failed; what happened). ``run`` (subprocess.run) is injectable for tests."""
+    """libtpu `version` (else a post-release: 0.0.21 has no wheel for Python 3.13) in a side folder, the installed one
+    left alone: (its ``libtpu.so`` or None when pip failed, what happened)."""
     folder = Path(folder or SIDE_FOLDER / f"libtpu-{version}")
     found = sorted(folder.glob("libtpu/libtpu.so"))
     problem = ""
@@ -116,9 +107,8 @@ def pjrt_api_versions(output: str) -> tuple[str, str] | None:
 
 def torch_failure(output: str, returncode: int | None, *, have: str | None, want: str | None,
                   side: bool) -> tuple[str, str]:
-    """(what went wrong, what to do) when the PyTorch/XLA probe failed on a TPU: a libtpu mismatch when the versions
-    (``have`` installed vs ``want`` asked by torch_xla, unless the probe had its own libtpu: ``side``) or the PJRT
-    API line show one, else the child's last lines."""
+    """(what went wrong, what to do) for a failed PyTorch/XLA probe on a TPU: a libtpu mismatch where the versions
+    (unless the probe had its own libtpu, ``side``) or the PJRT API line show one, else the child's last lines."""
     pjrt = pjrt_api_versions(output)
     tail = " | ".join(ln.strip() for ln in (output or "").strip().splitlines()[-3:])
     exit_ = "timed out" if returncode is None else f"exit {returncode}"
@@ -142,10 +132,8 @@ def torch_failure(output: str, returncode: int | None, *, have: str | None, want
 def torch_verdict(runtime, *, probe: Callable | None = None, installed: Callable = _installed,
                   requires: list[str] | None = None, fetch: Callable = fetch_libtpu,
                   lock_holder: Callable[[], int | None] | None = None) -> tuple[Verdict, dict | None]:
-    """PyTorch/XLA's verdict and the probe's result (None when it did not run or failed). On a TPU VM the probe runs
-    with torch_xla's own libtpu (`fetch_libtpu` when the installed one is another release), after checking that no
-    other process holds the chips. ``probe`` (`first_xla.torch_xla_first_xla`), ``installed``, ``requires``,
-    ``fetch`` and ``lock_holder`` are injectable for tests."""
+    """PyTorch/XLA's verdict and the probe's result (None when it did not run or failed); on a TPU VM the probe runs
+    with torch_xla's own libtpu, once no other process holds the chips."""
     probe = probe or first_xla.torch_xla_first_xla
     xla = installed("torch-xla")
     if not xla:
@@ -188,9 +176,7 @@ def torch_verdict(runtime, *, probe: Callable | None = None, installed: Callable
 
 
 def tf_probe(runtime, tpu: bool | None, *, run: Callable | None = None) -> dict:
-    """`first_xla.tf_first_xla` on the TPU when `tpu` (TensorFlow listed it), else on the CPU; on a TPU VM an error
-    (connecting to the TPU, compiling there or on the host) comes back as ``xla: False`` with TensorFlow's message,
-    not raised."""
+    """`first_xla.tf_first_xla` on the TPU when `tpu`, else the CPU; on a TPU VM an error comes back as ``xla: False``."""
     run, tpu = run or first_xla.tf_first_xla, bool(tpu)
     if not runtime.is_tpu_vm:
         return run(runtime, tpu=False)
@@ -203,8 +189,7 @@ def tf_probe(runtime, tpu: bool | None, *, run: Callable | None = None) -> dict:
 
 
 def tf_verdict(runtime, tpu_ok: bool | None, tpu_found: str, tf_check: dict) -> Verdict:
-    """TensorFlow's verdict from `build_check` (with ``probe_devices=True``: did it list the TPU; None: the TPU is
-    held) and `tf_probe`."""
+    """TensorFlow's verdict from `build_check` (``probe_devices=True``) and `tf_probe`."""
     compiled = f"TensorFlow {tf_check.get('tensorflow', '')} compiled with XLA on {tf_check.get('device')}."
     if runtime.is_tpu_vm and tpu_ok is None:
         return Verdict("tf", None, "", tpu_found)

@@ -1,6 +1,6 @@
-"""Batch arithmetic on TPU slices (notebook 03): replicas per slice, how ``tf.distribute`` splits a batch, the steps
-an epoch takes and the examples it drops, for one per-replica batch over several slices, and what each replica
-really received."""
+"""Batch arithmetic on TPU slices (notebook 03): replicas per slice, how ``tf.distribute`` splits a batch, steps
+per epoch, and what each replica really received.
+"""
 from __future__ import annotations
 
 import math
@@ -37,12 +37,8 @@ def slice_info(name: str) -> SliceInfo:
 
 
 def split_batch(batch: int, replicas: int) -> list[int]:
-    """How ``tf.distribute`` splits one batch of `batch` examples over `replicas` replicas.
-
-    Each replica gets ``ceil(batch / replicas)`` examples until the batch runs out (measured on TF 2.20
-    with ``experimental_distribute_dataset``): 32 over 8 -> [4]*8; 10 over 8 -> [2,2,2,2,2,0,0,0];
-    a final partial batch of 4 over 8 -> [1,1,1,1,0,0,0,0].
-    """
+    """How ``tf.distribute`` splits a batch: ``ceil(batch / replicas)`` each until it runs out (10 over 8 ->
+    [2,2,2,2,2,0,0,0]; measured on TF 2.20 with ``experimental_distribute_dataset``)."""
     if replicas < 1 or batch < 0:
         raise ValueError("need replicas >= 1 and batch >= 0")
     each = math.ceil(batch / replicas) if batch else 0
@@ -145,44 +141,16 @@ def batch_table(per_replica_batch: int, dataset_size: int, slices: Iterable[str]
 
 
 # ------------------------------------------------------------------------------ what the replicas saw
-def _steps(dataset: Any, steps: int | None) -> int:
-    if steps is None:
-        steps = int(dataset.cardinality())
-        if steps < 0:
-            raise ValueError("the dataset's length is unknown (cardinality < 0): pass steps=")
-    return steps
-
-
-def replica_batch_sizes(strategy: Any, dataset: Any, steps: int | None = None) -> list[list[int]]:
-    """Distribute `dataset` with `strategy` and return, per step, the batch size each replica received.
-
-    The step takes its batch from the distributed iterator inside a ``tf.function``, as Keras and TensorFlow's
-    TPU guide do. (Feeding batches into the function from a Python loop instead made deleting the iterator
-    take up to minutes with a MirroredStrategy over 8 logical CPUs on this 2-core machine.) `steps` defaults
-    to the dataset's cardinality, which must then be known.
-    """
-    import tensorflow as tf
-
-    steps = _steps(dataset, steps)
-
-    @tf.function
-    def sizes(iterator):
-        first = tf.nest.flatten(next(iterator))[0]
-        return strategy.experimental_local_results(strategy.run(lambda x: tf.shape(x)[0], args=(first,)))
-
-    iterator = iter(strategy.experimental_distribute_dataset(dataset))
-    return [[int(v) for v in sizes(iterator)] for _ in range(steps)]
-
-
 def replica_batch_shapes(strategy: Any, dataset: Any, steps: int | None = None) -> list[list[tuple[tuple[int, ...], ...]]]:
-    """Distribute `dataset` with `strategy` and return, per step and per replica, the shape of every tensor of the
-    batch that replica received (``tf.nest.flatten`` order; a dict of features: sorted by key), as the replica saw
-    it (``tf.shape`` inside ``strategy.run``). The same ``tf.function`` pattern as `replica_batch_sizes`; `steps`
-    defaults to the dataset's cardinality.
-    """
+    """Per step and per replica, the shape of every tensor (``tf.nest.flatten`` order) of the batch that replica
+    received from ``strategy.experimental_distribute_dataset(dataset)``; `steps` defaults to the cardinality. The
+    step takes its batch from the iterator inside a ``tf.function``, as Keras does (fed from a Python loop, deleting
+    the iterator took minutes with 8 logical CPUs on a 2-core machine)."""
     import tensorflow as tf
 
-    steps = _steps(dataset, steps)
+    steps = int(dataset.cardinality()) if steps is None else steps
+    if steps < 0:
+        raise ValueError("the dataset's length is unknown (cardinality < 0): pass steps=")
 
     @tf.function
     def shapes(iterator):

@@ -17,11 +17,8 @@ def variables_outside_scope(strategy: Any, variables: Iterable[Any]) -> list[str
 
 
 def unsynced_variables(strategy: Any, variables: Iterable[Any]) -> list[str]:
-    """Names of the variables whose replicas disagree: not one copy per replica (``num_replicas_in_sync``), or a
-    copy that differs from the first in any bit (``strategy.experimental_local_results(v)``, read one variable at
-    a time). Mirrored variables (model weights, optimizer state) must give none after training; sync-on-read
-    ones (Keras metrics' accumulators) differ by design, so leave them out.
-    """
+    """Names of the variables without one identical copy per replica (mirrored ones: weights, optimizer state;
+    sync-on-read ones, Keras metrics' accumulators, differ by design)."""
     import numpy as np
 
     replicas = strategy.num_replicas_in_sync
@@ -48,16 +45,9 @@ class CheckItem:
         return f"{mark} {self.item}{': ' + self.detail if self.detail else ''}"
 
 
-def tpu_checklist(strategy: Any, model: Any = None, dataset: Any = None, jit_compile: bool | None = None,
-                  xla_trained: bool | None = None) -> list[CheckItem]:
-    """The closing checklist of Hugging Face's TPU guide, evaluated against your own objects.
-
-    Checks what it can: the model's (and optimizer's) variables were created under `strategy.scope()`,
-    the pipeline is pure tf.data (a TPU Node can run it) and reads no local files, every shape in its
-    ``element_spec`` is static, and ``jit_compile`` is what `tpu_helpers.xla_tf.jit_rule.jit_compile_for` says for this strategy
-    (`jit_compile` defaults to ``model.jit_compile``). `xla_trained` records whether you trained with
-    ``jit_compile=True`` on CPU/GPU first (None: not checked).
-    """
+def tpu_checklist(strategy: Any, model: Any = None, dataset: Any = None, xla_trained: bool | None = None) -> list[CheckItem]:
+    """The closing checklist of Hugging Face's TPU guide, on your objects: variables made in the scope, a pure,
+    static pipeline without local files, ``jit_compile`` as `jit_compile_for` says; `xla_trained`: None, not checked."""
     from tpu_helpers.tpu_tf.purity import inspect_pipeline, unknown_dims
 
     items = []
@@ -89,13 +79,10 @@ def tpu_checklist(strategy: Any, model: Any = None, dataset: Any = None, jit_com
         items.append(CheckItem("model and optimizer created inside strategy.scope()", not outside,
                                f"{len(outside)} variable(s) outside, e.g. {outside[0]}" if outside
                                else f"{len(variables)} variables checked"))
-    if jit_compile is None and model is not None:
-        jit_compile = getattr(model, "jit_compile", None)
-    if model is not None or jit_compile is not None:
-        decision = jit_compile_for(strategy)
-        want, why = decision.enabled, decision.reason
-        items.append(CheckItem(f"jit_compile={want} for this strategy ({strategy_kind(strategy)})",
-                               None if jit_compile is None else bool(jit_compile) == want, why))
+    if model is not None:
+        decision, jit_compile = jit_compile_for(strategy), getattr(model, "jit_compile", None)
+        items.append(CheckItem(f"jit_compile={decision.enabled} for this strategy ({strategy_kind(strategy)})",
+                               None if jit_compile is None else bool(jit_compile) == decision.enabled, decision.reason))
     return items
 
 

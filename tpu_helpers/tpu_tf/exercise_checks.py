@@ -1,19 +1,5 @@
-"""Self-checks for notebook 03's exercises (TPU access in TensorFlow: replicas, batches, pipelines).
-
-Each check runs the learner's answer on inputs it builds itself and tests what it *does*, never its source:
-
-* `check_global_batch_and_steps`: ``SLICE_REPLICAS`` (how many TensorFlow replicas each slice has) must match
-  `tpu_helpers.tpu_tf.batches.slice_info` on v5e-1, v3-8, v5e-8 and v3-32, and ``global_batch_and_steps(per_replica_batch,
-  replicas, num_examples)`` must return ``(global batch, steps per epoch with drop_remainder=True)`` equal to
-  `tpu_helpers.tpu_tf.batches.plan_batches` on those slices, with datasets that divide evenly, leave a remainder, or
-  are smaller than one global batch. Typical slips are named: counting chips instead of TensorCores on v3,
-  rounding the steps up, dividing by the per-replica batch.
-* `check_node_ready_dataset`: ``make_node_ready_dataset(features, labels, batch_size)`` must return a
-  `tf.data.Dataset` that a TPU Node can run (`tpu_helpers.tpu_tf.purity.inspect_pipeline`: no
-  ``py_function``/``numpy_function``/``from_generator``, no local files), whose ``element_spec`` is static
-  (`tpu_helpers.tpu_tf.purity.unknown_dims`: ``drop_remainder=True``), batched ``(features, labels)`` pairs of
-  ``batch_size`` rows, one epoch of ``len(features) // batch_size`` batches in which every example keeps its own
-  label and none repeats (shuffling is allowed).
+"""Checks of notebook 03's exercises: replicas per slice and the batch arithmetic (against `batches.plan_batches`),
+and a pipeline a TPU Node can run (pure, static, paired, one epoch). Each names the slips learners make.
 """
 from __future__ import annotations
 
@@ -48,22 +34,19 @@ def _is_int(value: Any) -> bool:
 
 # ------------------------------------------------------------------------------------ batch arithmetic
 def _replica_problem(name: str, value: Any) -> str | None:
-    info = slice_info(name)
+    info = slice_info(name)  # chips and replicas from tpu_helpers.core.runtime, the one owner of the per-chip rule
     if not _is_int(value):
         return f"SLICE_REPLICAS[{name!r}] is {short(value)}: give a whole number of replicas"
     if value == info.replicas:
         return None
-    why = {"v3": "a v3 chip has 2 TensorCores, and TensorFlow makes one replica per TensorCore",
-           "v5e": "a v5e chip has 1 TensorCore, so one replica per chip"}[info.generation]
-    if value == info.chips and info.replicas != info.chips:
-        return (f"SLICE_REPLICAS[{name!r}] = {value} counts the chips of {name}; {why}. The number in a v3 "
-                "slice's name counts TensorCores, not chips.")
-    if info.hosts and value == info.hosts and info.hosts > 1:
+    per_chip = info.replicas // info.chips
+    why = (f"a {info.generation} chip shows TensorFlow {per_chip} TensorCore{'s' if per_chip > 1 else ''}, one replica "
+           f"each, and the number in a {info.generation} slice's name counts {'TensorCores' if per_chip > 1 else 'chips'}")
+    if value in (info.chips, 2 * info.chips):
+        return f"SLICE_REPLICAS[{name!r}] = {value}, but {name} has {info.chips} chips and {info.replicas} replicas: {why}."
+    if info.hosts and info.hosts > 1 and value == info.hosts:
         return (f"SLICE_REPLICAS[{name!r}] = {value} counts the hosts (machines) of {name}; every host drives "
                 f"{info.replicas // info.hosts} replicas, and TensorFlow replicates over all of them.")
-    if value == 2 * info.chips and info.generation == "v5e":
-        return (f"SLICE_REPLICAS[{name!r}] = {value} counts two cores per chip; {why}. The number in a v5e "
-                "slice's name counts chips.")
     return f"SLICE_REPLICAS[{name!r}] = {value} is not the number of replicas of {name}; {why}."
 
 
@@ -128,15 +111,6 @@ def check_global_batch_and_steps(global_batch_and_steps: Callable, slice_replica
 
 
 # ------------------------------------------------------------------------------- a TPU-Node-ready pipeline
-def _check_data(rows: int, length: int = 6, seed: int = 3) -> tuple[np.ndarray, np.ndarray]:
-    """Token ids whose first column is the row's index (so every example can be traced), and 0/1 labels."""
-    rng = np.random.default_rng(seed)
-    features = rng.integers(1, 1000, size=(rows, length)).astype(np.int32)
-    features[:, 0] = np.arange(rows, dtype=np.int32)
-    labels = rng.integers(0, 2, size=rows).astype(np.int32)
-    return features, labels
-
-
 def check_node_ready_dataset(make_node_ready_dataset: Callable, batch_size: int = 8) -> CheckResult:
     """``make_node_ready_dataset(features, labels, batch_size)`` on ``3.5 * batch_size + 1`` in-memory examples:
     a pure, static-shaped, one-epoch ``tf.data`` pipeline of ``(features, labels)`` batches with the right pairs."""
@@ -147,64 +121,42 @@ def check_node_ready_dataset(make_node_ready_dataset: Callable, batch_size: int 
         from tpu_helpers.tpu_tf.purity import inspect_pipeline, unknown_dims
 
         rows = 3 * batch_size + batch_size // 2 + 1  # a ragged remainder, as real data has
-        features, labels = _check_data(rows)
+        rng = np.random.default_rng(3)
+        features = rng.integers(1, 1000, size=(rows, 6)).astype(np.int32)
+        features[:, 0] = np.arange(rows)  # every example can be traced by its first column
+        labels = rng.integers(0, 2, size=rows).astype(np.int32)
         what = f"make_node_ready_dataset(features, labels, {batch_size})"
         ds = call_answer(make_node_ready_dataset, features, labels, batch_size, what=what)
         assert isinstance(ds, tf.data.Dataset), (
             f"{what} returned {short(ds)}: return a tf.data.Dataset (tf.data.Dataset.from_tensor_slices(...)...)")
         report = inspect_pipeline(ds)
-        if not report.is_pure:
-            kinds = sorted(report.kinds)
-            raise AssertionError(
-                f"your pipeline uses {', '.join(kinds)}, which a TPU Node cannot run: "
-                + report.findings[0].explanation + " Build it from the arrays with tf.data.Dataset.from_tensor_slices "
-                "and tf ops only.")
+        assert report.is_pure, (f"your pipeline uses {', '.join(sorted(report.kinds))}, which a TPU Node cannot run: "
+                                f"{report.findings[0].explanation if report.findings else ''} Build it from the "
+                                "arrays with tf.data.Dataset.from_tensor_slices and tf ops only.")
         assert not report.local_files, (
-            f"your pipeline reads {len(report.local_files)} file(s) from this machine's disk "
-            f"(e.g. {report.local_files[0]}): a TPU Node cannot see them. Keep the arrays in memory "
-            "(from_tensor_slices) or put the files on gs://.")
-        spec = ds.element_spec
-        if not (isinstance(spec, tuple) and len(spec) == 2
-                and all(isinstance(s, tf.TensorSpec) for s in spec)):
-            raise AssertionError(f"each element should be a (features, labels) pair, as Keras' fit() takes it; "
-                                 f"your element_spec is {short(spec, 200)}")
-        x_spec, y_spec = spec
-        if x_spec.shape.rank == features.ndim - 1:
-            raise AssertionError(f"the elements are single examples (features of shape {x_spec.shape}): batch "
-                                 f"them, .batch({batch_size}, drop_remainder=True)")
-        dims = unknown_dims(spec)
+            f"your pipeline reads {len(report.local_files)} file(s) from this machine's disk (e.g. "
+            f"{report.local_files[0]}): a TPU Node cannot see them. Keep the arrays in memory or put the files on gs://.")
+        dims = unknown_dims(ds.element_spec)
         assert not dims, (
             f"element_spec has an unknown dimension ({'; '.join(dims)}): without drop_remainder=True the last batch "
-            "may be smaller, so XLA cannot know the batch shape and compiles again for it. Use "
-            f".batch({batch_size}, drop_remainder=True)")
-        want_x, want_y = (batch_size, *features.shape[1:]), (batch_size, *labels.shape[1:])
-        assert tuple(x_spec.shape) == want_x and tuple(y_spec.shape) == want_y, (
-            f"batches have shapes {x_spec.shape} and {y_spec.shape}, expected {want_x} and {want_y}: batch "
-            f"with batch_size={batch_size}, once")
+            f"may be smaller, and XLA compiles again for it. Use .batch({batch_size}, drop_remainder=True)")
+        spec, want = ds.element_spec, ((batch_size, 6), (batch_size,))
+        shapes = tuple(tuple(s.shape) for s in spec) if isinstance(spec, tuple) and len(spec) == 2 else None
+        assert shapes == want, (f"each element should be a (features, labels) pair of batches with shapes {want[0]} "
+                                f"and {want[1]}; your element_spec is {short(spec, 200)}")
         steps = rows // batch_size
-        assert int(ds.cardinality()) != int(tf.data.INFINITE_CARDINALITY), (
-            "your dataset never ends (.repeat()): return one epoch; Keras' fit(epochs=...) starts it again")
-        seen_x, seen_y = [], []
-        for n, (x, y) in enumerate(ds):
-            if n >= steps + 1:
-                break
-            seen_x.append(np.asarray(x)), seen_y.append(np.asarray(y))
-        assert len(seen_x) == steps, (
-            f"one epoch gave {len(seen_x)}{'+' if len(seen_x) > steps else ''} batches; {rows} examples in batches "
-            f"of {batch_size} with drop_remainder=True make {steps}")
-        xs, ys = np.concatenate(seen_x), np.concatenate(seen_y)
-        index = xs[:, 0]
-        assert ((index >= 0) & (index < rows)).all() and (xs == features[np.clip(index, 0, rows - 1)]).all(), (
-            "the features in your batches are not rows of the features you were given: keep the values as they are")
-        assert len(np.unique(index)) == len(index), (
-            "some examples appear twice in one epoch: build the dataset once from the arrays, without .repeat()")
+        seen = [(np.asarray(x), np.asarray(y)) for _, (x, y) in zip(range(steps + 1), ds)]
+        assert len(seen) == steps, (
+            f"one epoch gave {len(seen)}{'+' if len(seen) > steps else ''} batches; {rows} examples in batches of "
+            f"{batch_size} with drop_remainder=True make {steps} (no .repeat(): Keras' fit(epochs=...) repeats)")
+        xs, ys = np.concatenate([x for x, _ in seen]), np.concatenate([y for _, y in seen])
+        index = np.clip(xs[:, 0], 0, rows - 1)
         assert (ys == labels[index]).all(), (
             f"{int((ys != labels[index]).sum())} of {len(ys)} examples have another example's label: features and "
-            "labels must stay paired. Slice them together, from_tensor_slices((features, labels)), and shuffle "
-            "the pairs, not each array separately")
-        shuffled = "shuffled" if (index != np.arange(len(index))).any() else "in order"
-        return (f"pure tf.data, no local files, static element_spec {tuple(x_spec.shape)} / {tuple(y_spec.shape)}, "
-                f"{steps} batches of {batch_size} ({shuffled}), every example with its own label: a TPU Node can "
-                "run this")
+            "labels must stay paired. Slice them together, from_tensor_slices((features, labels)), and shuffle the "
+            "pairs, not each array separately")
+        shuffled = "shuffled" if (xs[:, 0] != np.arange(len(xs))).any() else "in order"
+        return (f"pure tf.data, no local files, static batches {want[0]} / {want[1]}, {steps} batches of "
+                f"{batch_size} ({shuffled}), every example with its own label: a TPU Node can run this")
 
     return run_check(body)

@@ -1,29 +1,9 @@
-"""Can a TPU run this input pipeline? Inspect a `tf.data.Dataset`'s graph for Python ops and local files.
-
-A ``tf.data`` pipeline is a graph of dataset ops that TensorFlow can serialise and run anywhere, including on
-the host of a TPU Node, a different machine from the notebook. Three things break that:
-
-* ``tf.py_function`` (op ``EagerPyFunc``), ``tf.numpy_function`` (op ``PyFunc``/``PyFuncStateless``) and
-  ``Dataset.from_generator`` (a ``GeneratorDataset`` whose functions are ``PyFunc`` ops) call back into the
-  *Python interpreter of the process that built the pipeline*. A TPU Node's host has no such interpreter,
-  so the pipeline cannot run there. On a TPU VM (and on CPU/GPU) they work, but they run in Python: serially,
-  under the GIL, often the bottleneck of a fast accelerator.
-* file-reading datasets (``TFRecordDataset``, ``TextLineDataset``, ...) whose paths are on this machine's
-  disk: a TPU Node cannot see that disk; it reads ``gs://`` only. The file names are found the way
-  TensorFlow finds a pipeline's asset files (``Dataset._maybe_track_assets`` in
-  ``tensorflow/python/data/ops/dataset_ops.py``): the readers route their file names through an
-  ``Identity`` node named ``FileIdentity``, and so does ``list_files`` with the files it matched. File names
-  that reach a reader only as plain tensors inside your own ``interleave``/``flat_map`` function are not seen.
-
-Hugging Face's `Dataset.to_tf_dataset()` and `model.prepare_tf_dataset()` stream rows out of an Arrow table
-on local disk, so they are exactly such pipelines: in datasets 5.0.1, ``datasets/utils/tf_utils.py`` wraps
-the row fetch in ``tf.py_function`` (``num_workers=0``) or builds a ``Dataset.from_generator`` (``num_workers
-> 0``). The transformers guide warns that both "will fail on a TPU Node"
-(https://huggingface.co/docs/transformers/perf_train_tpu_tf).
-
-`inspect_pipeline(ds)` serialises the dataset graph (the same ``DatasetToGraphV2`` TensorFlow uses to ship
-a pipeline to another worker), walks every node, including the bodies of ``map``/``flat_map``/``interleave``
-functions, and lists what it found with a plain-language explanation.
+"""Can a TPU Node run this input pipeline? `inspect_pipeline` walks a `tf.data.Dataset`'s serialised graph (the
+``DatasetToGraphV2`` TensorFlow ships to another worker, function bodies included) for Python callbacks
+(``py_function``, ``numpy_function``, ``from_generator``: a Node's host has no Python of yours) and local files (it
+reads ``gs://`` only), found as TensorFlow finds a pipeline's assets (``FileIdentity`` nodes,
+``tensorflow/python/data/ops/dataset_ops.py``). datasets 5.0.1's ``to_tf_dataset`` is such a pipeline
+(``datasets/utils/tf_utils.py``), as the transformers TPU guide warns.
 """
 from __future__ import annotations
 
@@ -37,19 +17,14 @@ PY_OPS = {"PyFunc": "numpy_function", "PyFuncStateless": "numpy_function", "Eage
 FILE_DATASET_OPS = {"TFRecordDataset", "TFRecordDatasetV2", "TextLineDataset", "FixedLengthRecordDataset",
                     "FixedLengthRecordDatasetV2"}
 
+_SERIAL = " On a TPU VM it works, but as serial Python under the GIL."
 EXPLANATIONS = {
-    "py_function": (
-        "tf.py_function (op EagerPyFunc) runs a Python function of the notebook's process for every element. "
-        "A TPU Node's host cannot call back into your Python, so the pipeline fails there; on a TPU VM it "
-        "works but runs under Python's GIL. Datasets' to_tf_dataset() fetches its rows this way."),
-    "numpy_function": (
-        "tf.numpy_function (op PyFunc) calls NumPy code in the notebook's Python process. A TPU Node's host "
-        "cannot run it; on a TPU VM it works but is serial Python. Rewrite it with tf ops, or precompute the "
-        "result and save it (in memory or as TFRecords)."),
-    "from_generator": (
-        "Dataset.from_generator pulls every element from a Python generator in the notebook's process "
-        "(a GeneratorDataset of PyFunc ops). A TPU Node cannot run it; on a TPU VM it works but is serial "
-        "Python. to_tf_dataset(num_workers>0) builds one. Use from_tensor_slices or TFRecords instead."),
+    "py_function": "tf.py_function (op EagerPyFunc) calls back into the notebook's Python for every element, which a "
+                   "TPU Node's host cannot do (datasets' to_tf_dataset() fetches its rows this way)." + _SERIAL,
+    "numpy_function": "tf.numpy_function (op PyFunc) runs NumPy code in the notebook's Python, which a TPU Node's host "
+                      "cannot do: rewrite it with tf ops, or precompute and save the result." + _SERIAL,
+    "from_generator": "Dataset.from_generator pulls every element from a Python generator of the notebook (PyFunc ops), "
+                      "which a TPU Node cannot run (to_tf_dataset(num_workers>0) builds one)." + _SERIAL,
 }
 
 

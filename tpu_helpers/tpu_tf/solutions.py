@@ -1,6 +1,4 @@
-"""Reference answers for notebook 03's exercises (TPU access in TensorFlow). Try first, then read.
-
-A TensorFlow module: import it in a TensorFlow kernel or test only.
+"""Reference answers for notebook 03's exercises. Try first, then read.
 """
 from __future__ import annotations
 

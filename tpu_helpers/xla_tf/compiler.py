@@ -48,11 +48,8 @@ def _why(error: BaseException) -> str:
 
 
 def check_xla(fn: Callable, *args, autograph: bool = True, **kwargs) -> XlaCheck:
-    """Compile ``fn`` with ``tf.function(jit_compile=True, autograph=autograph)`` and run it on the arguments.
-
-    Runs on `tpu_helpers.xla_tf.placement.on_xla_device`. Returns an `XlaCheck`: ``compiles`` and the result, or the error class and the line that says why
-    (for example ``OperatorNotAllowedInGraphError`` for a Python ``if`` on a tensor without AutoGraph).
-    """
+    """Compile ``fn`` with ``tf.function(jit_compile=True, autograph=autograph)`` and run it (`on_xla_device`): an
+    `XlaCheck` with the result, or the error's class and the line that says why."""
     import tensorflow as tf
 
     compiled = tf.function(fn, jit_compile=True, autograph=autograph)
@@ -87,12 +84,8 @@ _SHAPE_RE = re.compile(r"\b(?:pred|[suf]\d+|bf16|c64|c128)\[[\d,<=]*\]")
 
 
 def compiled_ir_stats(function, *args, **kwargs) -> IrStats:
-    """Inspect the XLA program of a ``jit_compile`` function (or `JitFunction`) for these arguments.
-
-    Uses ``experimental_get_compiler_ir``: HLO before and after optimisation. A dimension written ``<=N``
-    is a bounded dynamic shape; XLA's dynamic padder rewrites it to its static bound N before code
-    generation, so the optimised program computes on all N elements.
-    """
+    """`IrStats` of the HLO of a ``jit_compile`` function for these arguments, before and after optimisation (a
+    ``<=N`` dimension is a bounded dynamic shape, which XLA's dynamic padder pads to N)."""
     with on_xla_device():  # the program XLA builds for the device the calls run on
         ir = function.experimental_get_compiler_ir(*args, **kwargs)
         hlo, opt = ir(stage="hlo"), ir(stage="optimized_hlo")

@@ -1,33 +1,8 @@
-"""TensorFlow and XLA, counted: the compilations of a function, as XLA itself records them (notebook 01).
+"""XLA's compilations of a function, counted from XLA's own records (notebook 01): `jit`, `CompilationCounter`.
 
-    step = jit(train_step)                 # tf.function(train_step, jit_compile=True) that counts
-    with CompilationCounter(step) as c:
-        for batch in batches:
-            step(batch)
-    print(c)                               # compilations=3 cache_hits=97 traces=3 calls=100
-    assert c.compilations == 3
-
-What is counted, and why it is right:
-
-* ``traces``: how many times TensorFlow traced the Python function into a graph. It comes from TensorFlow
-  (``tf.function.experimental_get_tracing_count()``) and, for a `jit` function, from a Python counter inside
-  the traced function (Python code runs only while tracing); the two must agree.
-* ``compilations``: XLA programs built, **as XLA itself records them**. `tpu_helpers.core.frameworks.use_framework`
-  ("tf") turns on XLA's own record of every module it compiles for a course function
-  (``XLA_FLAGS=--xla_dump_to=<folder> --xla_dump_hlo_module_re=.*tpucourse.*``); a `jit` function gives its
-  traced graph a unique ``tpucourse<pid>x<N>_<name>`` name, and its compilations are the modules XLA wrote under
-  that name when a call ran it (``XlaMustCompile_true`` in the module name; the IR a notebook asks for with
-  ``experimental_get_compiler_ir`` is compiled too, but under another name, and not counted).
-* ``expected_compilations``: what Python expects: XLA compiles one program per traced graph *and concrete
-  input shape*, so a `jit` function expects one per distinct input signature it was called with (with
-  ``reduce_retracing=True`` TensorFlow traces once for many shapes, and XLA still compiles each shape). A
-  notebook asserts the compiler's count against this expectation, not the expectation against itself.
-* ``cache_hits``: calls that reused a compiled program.
-
-`seconds_per_call` times a function after its warm-up. What XLA makes of a function is in `tpu_helpers.xla_tf.compiler`,
-the static-shape loss in `tpu_helpers.xla_tf.losses`, the ``jit_compile`` rule in `tpu_helpers.xla_tf.jit_rule`.
-
-TensorFlow is imported inside the functions, so importing this module is cheap and framework-neutral.
+``compilations`` counts the HLO modules XLA dumps (``use_framework("tf")`` sets ``--xla_dump_to`` and a module-name
+filter) under the unique name a `jit` function gives its graph; ``expected_compilations`` is Python's expectation (one
+per distinct input signature), which a notebook compares with XLA's count; ``traces`` counts Python's tracing.
 """
 from __future__ import annotations
 
@@ -39,20 +14,14 @@ import statistics
 from pathlib import Path
 from typing import Any, Callable
 
-from tpu_helpers._compat import tf_function_flags
 from tpu_helpers.core.timing import time_calls
 from tpu_helpers.xla_tf.placement import on_xla_device
 
-__all__ = ["JitFunction", "jit", "CompilationCounter", "XlaRecordsOffError", "xla_dump_dir", "xla_compiled_modules",
-           "seconds_per_call"]
+__all__ = ["JitFunction", "jit", "CompilationCounter", "xla_dump_dir", "xla_compiled_modules", "seconds_per_call"]
 
 
 MODULE_TAG = "tpucourse"  # the XLA module-name filter `frameworks.use_framework("tf")` puts in XLA_FLAGS
 _IDS = itertools.count(1)
-
-
-class XlaRecordsOffError(RuntimeError):
-    """XLA wrote no record of a compilation it must have made: its dump flags were set too late."""
 
 
 def xla_dump_dir(flags: str | None = None) -> Path | None:
@@ -73,8 +42,7 @@ def xla_compiled_modules(tag: str, folder: Path | None = None) -> int:
 
 
 def _signature(args: tuple, kwargs: dict) -> tuple:
-    """What XLA's compilation cache keys on, as far as the caller can see: the shape and dtype of every
-    tensor argument, and the value of every other (Python) argument (a new value retraces)."""
+    """The shape and dtype of every tensor argument and the value of every other one: XLA's cache key, as seen here."""
     import numpy as np
     import tensorflow as tf
 
@@ -88,12 +56,8 @@ def _signature(args: tuple, kwargs: dict) -> tuple:
 
 
 class JitFunction:
-    """``tf.function(fn, jit_compile=True)`` that counts its traces, XLA compilations, calls and cache hits.
-
-    Call it like the function; a call runs on `tpu_helpers.xla_tf.placement.on_xla_device` (a TPU where TensorFlow is
-    connected to one). Extra keyword arguments go to ``tf.function`` (``autograph``,
-    ``reduce_retracing``, ``input_signature``). ``function`` is the underlying ``tf.function``.
-    """
+    """``tf.function(fn, jit_compile=True, **kwargs)`` that counts traces, XLA compilations, calls and cache hits;
+    calls run under `tpu_helpers.xla_tf.placement.on_xla_device`."""
 
     def __init__(self, fn: Callable, **tf_function_kwargs: Any):
         import tensorflow as tf
@@ -146,7 +110,7 @@ class JitFunction:
         """XLA programs compiled so far to run this function, counted from XLA's own records (its dump)."""
         n = xla_compiled_modules(self.tag)
         if n == 0 and self.signatures:
-            raise XlaRecordsOffError(
+            raise RuntimeError(
                 f"XLA kept no record of compiling {self.tag}, which has run: its records must be switched on before "
                 "TensorFlow compiles anything. Call tpu_helpers.core.frameworks.use_framework('tf') first thing "
                 f"(restart the kernel); XLA_FLAGS is now {os.environ.get('XLA_FLAGS', '(unset)')!r}")
@@ -176,52 +140,21 @@ def jit(fn: Callable | None = None, **tf_function_kwargs: Any):
     return JitFunction(fn, **tf_function_kwargs)
 
 
-def _relaxed_shapes(function) -> bool:
-    """Does this tf.function trace once for several input shapes?"""
-    if tf_function_flags(function)[1]:
-        return True
-    for spec in getattr(function, "input_signature", None) or ():
-        shape = getattr(spec, "shape", None)
-        if shape is not None and (shape.rank is None or None in shape.as_list()):
-            return True
-    return False
-
-
-def _plain_traces(function) -> int:
-    """Traces of a plain ``tf.function(jit_compile=True)`` with static shapes (one trace = one compilation)."""
-    if not tf_function_flags(function)[0]:
-        raise TypeError(f"{function} was not created with jit_compile=True, so XLA does not compile it as a "
-                        "whole: use tf.function(..., jit_compile=True) or tpu_helpers.xla_tf.counters.jit(...)")
-    if _relaxed_shapes(function):
-        raise TypeError(f"{function} traces once for many input shapes (reduce_retracing or None dimensions), "
-                        "but XLA compiles each shape: wrap the Python function with tpu_helpers.xla_tf.counters.jit(...) "
-                        "to count its compilations")
-    return function.experimental_get_tracing_count()
-
-
 class CompilationCounter:
-    """Context manager: what some XLA functions did between enter and exit.
-
-    Watches `JitFunction` objects and plain ``tf.function(..., jit_compile=True)`` objects with static input
-    shapes (for those one trace is one compilation, and calls are not seen: ``calls`` and ``cache_hits``
-    count only `JitFunction` s). Attributes: ``compilations``, ``cache_hits``, ``traces``, ``calls``, and
-    ``per_function`` (the same per watched function).
-    """
+    """What some `jit` functions did between enter and exit: ``compilations``, ``cache_hits``, ``traces``, ``calls``
+    and the same ``per_function``."""
 
     def __init__(self, *functions):
-        if not functions:
-            raise ValueError("CompilationCounter(step, ...) needs the functions to watch")
+        if not functions or not all(isinstance(f, JitFunction) for f in functions):
+            raise TypeError("CompilationCounter(step, ...) watches functions made with tpu_helpers.xla_tf.counters.jit")
         self.functions = functions
         self.compilations = self.traces = self.calls = self.cache_hits = 0
         self.per_function: dict[str, dict[str, int]] = {}
-        self._start = [self._read(f) for f in functions]  # also checks them now, with a clear error
+        self._start = [self._read(f) for f in functions]
 
     @staticmethod
-    def _read(f) -> tuple[int, int, int]:
-        if isinstance(f, JitFunction):
-            return f.traces, f.compilations, f.calls
-        traces = _plain_traces(f)
-        return traces, traces, 0
+    def _read(f: JitFunction) -> tuple[int, int, int]:
+        return f.traces, f.compilations, f.calls
 
     def __enter__(self) -> "CompilationCounter":
         self._start = [self._read(f) for f in self.functions]
@@ -237,7 +170,7 @@ class CompilationCounter:
         for f, start in zip(self.functions, self._start):
             now = self._read(f)
             d = [a - b for a, b in zip(now, start)]
-            name = getattr(getattr(f, "python_function", None), "__name__", None) or getattr(f, "__name__", repr(f))
+            name = getattr(f.python_function, "__name__", repr(f))
             if name in self.per_function:  # two lambdas, say: keep both
                 name = f"{name}#{len(self.per_function) + 1}"
             self.per_function[name] = {"traces": d[0], "compilations": d[1], "calls": d[2]}
@@ -255,10 +188,7 @@ class CompilationCounter:
 
 
 def seconds_per_call(fn: Callable, *args, repeat: int = 20, warmup_steps: int = 2, **kwargs) -> float:
-    """Median wall time of ``fn(*args, **kwargs)``, waiting for the results (``.numpy()``) each time.
-
-    The first ``warmup_steps`` calls (tracing, compilation) are not timed.
-    """
+    """Median wall time of ``fn(*args, **kwargs)`` with its results fetched, after ``warmup_steps`` untimed calls."""
     import tensorflow as tf
 
     def run():

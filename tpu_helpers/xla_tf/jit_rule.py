@@ -13,10 +13,7 @@ __all__ = ["JitDecision", "jit_compile_for", "strategy_kind"]
 
 @dataclass(frozen=True)
 class JitDecision:
-    """Whether to pass ``jit_compile=True`` (to ``model.compile`` or ``tf.function``) here, and why.
-
-    Truthy when it should be on: ``model.compile(..., jit_compile=bool(decision))``.
-    """
+    """Whether to pass ``jit_compile=True`` here, and why; truthy when on: ``jit_compile=bool(decision)``."""
 
     enabled: bool
     reason: str
@@ -59,19 +56,10 @@ def strategy_kind(strategy: Any) -> str:
 
 
 def jit_compile_for(target: Runtime | Any | None = None) -> JitDecision:
-    """The "``jit_compile=True`` on CPU/GPU, off on TPU" rule for a `tpu_helpers.core.runtime.Runtime`, a
-    ``tf.distribute.Strategy`` (``TPUStrategy`` or one on TPU devices means TPU), or ``None`` (detect the
-    runtime now): ``model.compile(..., jit_compile=bool(jit_compile_for(strategy)))``.
-
-    It applies the advice of Hugging Face's "Training on TPU with TensorFlow" (compile with ``jit_compile=True`` on
-    CPU/GPU to prove the model is XLA-compatible; take it out on a TPU, where XLA compiles everything anyway and
-    the flag "can actually cause a lot of problems"), plus one exception measured on this stack (TF 2.20 +
-    tf-keras 2.20): a MirroredStrategy over several logical CPU devices fails with ``jit_compile=True``
-    (``InvalidArgumentError: Trying to access resource dense/kernel/replica_1/... located in device CPU:1 from
-    device CPU:0``: an XLA cluster runs on exactly one device and cannot touch variables on another,
-    https://www.tensorflow.org/xla/known_issues), so simulated replicas train without it. On several GPUs the
-    rule says on; that is not verified here (no GPU), and tensorflow/tensorflow#45940 reports the same error for
-    a custom multi-GPU loop: if you meet it, compile with ``jit_compile=False`` there too.
+    """The rule for a `Runtime`, a ``tf.distribute.Strategy`` or None (detect the runtime now). One exception measured
+    on TF 2.20 + tf-keras 2.20: simulated replicas (a MirroredStrategy over logical CPUs) fail with it
+    (``InvalidArgumentError``: an XLA cluster runs on one device, https://www.tensorflow.org/xla/known_issues), so
+    they train without it. Several GPUs: on, not verified here (tensorflow/tensorflow#45940 reports the same error).
     """
     if target is None:
         target = detect_runtime()

@@ -34,14 +34,15 @@ def test_batch_arithmetic_passes_on_reference(solution):
 def test_batch_arithmetic_chips_instead_of_cores_on_v3():
     chips = dict(RIGHT_REPLICAS, **{"v3-8": 4, "v3-32": 16})
     result = nb03.check_global_batch_and_steps(right_arithmetic, chips)
-    assert failed(result, "SLICE_REPLICAS['v3-8'] = 4 counts the chips", "2 TensorCores")
+    assert failed(result, "SLICE_REPLICAS['v3-8'] = 4, but v3-8 has 4 chips and 8 replicas", "2 TensorCores",
+                  "counts TensorCores")
 
 
 def test_batch_arithmetic_other_replica_slips():
     result = nb03.check_global_batch_and_steps(right_arithmetic, dict(RIGHT_REPLICAS, **{"v3-32": 4}))
     assert failed(result, "counts the hosts")
     result = nb03.check_global_batch_and_steps(right_arithmetic, dict(RIGHT_REPLICAS, **{"v5e-8": 16}))
-    assert failed(result, "two cores per chip", "1 TensorCore")
+    assert failed(result, "v5e-8 has 8 chips and 8 replicas", "1 TensorCore,", "counts chips")
     result = nb03.check_global_batch_and_steps(right_arithmetic, dict(RIGHT_REPLICAS, **{"v5e-1": 1.0}))
     assert failed(result, "whole number of replicas")
 
@@ -160,12 +161,12 @@ def test_node_ready_shape_and_structure_slips(tf):
     def unbatched(features, labels, batch_size):
         return tf.data.Dataset.from_tensor_slices((features, labels))
 
-    assert failed(nb03.check_node_ready_dataset(unbatched), "single examples", "drop_remainder=True")
+    assert failed(nb03.check_node_ready_dataset(unbatched), "(features, labels) pair of batches", "(8, 6)")
 
     def wrong_batch(features, labels, batch_size):
         return tf.data.Dataset.from_tensor_slices((features, labels)).batch(2 * batch_size, drop_remainder=True)
 
-    assert failed(nb03.check_node_ready_dataset(wrong_batch), "expected (8, 6) and (8,)")
+    assert failed(nb03.check_node_ready_dataset(wrong_batch), "shapes (8, 6) and (8,)")
 
     def as_dict(features, labels, batch_size):
         ds = tf.data.Dataset.from_tensor_slices({"input_ids": features, "label": labels})
@@ -179,7 +180,7 @@ def test_node_ready_repeat(tf):
     def forever(features, labels, batch_size):
         return tf.data.Dataset.from_tensor_slices((features, labels)).batch(batch_size, drop_remainder=True).repeat()
 
-    assert failed(nb03.check_node_ready_dataset(forever), "never ends (.repeat())")
+    assert failed(nb03.check_node_ready_dataset(forever), "one epoch gave 4+ batches", "no .repeat()")
 
     def twice(features, labels, batch_size):
         ds = tf.data.Dataset.from_tensor_slices((features, labels)).repeat(2)

@@ -92,7 +92,7 @@ def notebook_sites() -> list[tuple[str, str, str]]:
     for number in TF_NOTEBOOKS:
         path = next((ROOT / "notebooks").glob(f"{number}_*.ipynb"))
         cells = [c for c in json.loads(path.read_text(encoding="utf-8"))["cells"] if c["cell_type"] == "code"]
-        setup = next(i for i, c in enumerate(cells) if "use_framework(" in "".join(c["source"]))
+        setup = next(i for i, c in enumerate(cells) if re.search(r"use_framework\(|\bstart\(", "".join(c["source"])))
         stops = "require_host_xla(" in "".join(cells[setup]["source"])
         for i, cell in enumerate(cells):
             source = "".join(cell["source"])
