@@ -14,7 +14,7 @@ import socket
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -51,7 +51,7 @@ class HostRun:
     seconds: float = 0.0
     killed: bool = False
     seconds_after_kill: float | None = None  # how long this host ran on after another host was killed
-    extra: dict = field(default_factory=dict)
+    hung: bool = False  # still running after another host ended: it would have waited forever
 
     def output(self) -> str:
         return self.log.read_text(encoding="utf-8", errors="replace") if self.log.exists() else ""
@@ -194,7 +194,7 @@ def run_hosts(commands: Sequence[Sequence[str]], envs: Sequence[Mapping[str, str
                 for i in running:  # a survivor that would wait forever: stopped, and reported as such
                     _kill_group(procs[i])
                     runs[i].seconds, runs[i].seconds_after_kill = now - start, now - ended_at
-                    runs[i].extra["hung"] = True
+                    runs[i].hung = True
                 return runs
             time.sleep(poll_s)
     finally:

@@ -52,7 +52,7 @@ def make_dataset_fn(job: dict, shard_files: list[str], *, with_source: bool = Tr
             ids = tf.cast(tf.io.parse_example(serialized, features)["input_ids"], tf.int32)
             masked, labels = mask_tokens(ids, spec)
             batch = {"input_ids": masked, "attention_mask": tf.ones_like(masked), "labels": labels}
-            if with_source:
+            if with_source:  # optional: the course's evidence of the shard each example came from
                 batch["source"] = source
             return batch
 

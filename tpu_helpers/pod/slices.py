@@ -41,10 +41,6 @@ class SliceLayout:
     source: str
 
     @property
-    def chips_per_worker(self) -> int:
-        return self.chips // self.workers
-
-    @property
     def replicas_per_worker(self) -> int:
         return self.replicas // self.workers
 

@@ -115,7 +115,7 @@ def test_a_killed_host_loses_every_process_and_a_waiting_survivor_is_reported_hu
     survivor = [PY, "-c", "import time; time.sleep(120)"]  # waits forever for the lost host, like an all-reduce
     runs = hosts.run_hosts([survivor, [PY, "-c", KILLED_HOST]], [env, env], log_dir=tmp_path, timeout_s=60,
                            kill=hosts.KillPlan(host=1, after=r"step 3/"), after_kill_s=1)
-    assert runs[1].killed and runs[0].extra.get("hung") and runs[0].returncode is None
+    assert runs[1].killed and runs[0].hung and runs[0].returncode is None
     child = int(runs[1].output().split()[1])  # started in a session of its own, as torchrun starts its workers
     deadline = time.monotonic() + 10
     while _alive(child) and time.monotonic() < deadline:
@@ -129,7 +129,7 @@ def test_a_survivor_that_stops_by_itself(tmp_path):
     runs = hosts.run_hosts([watcher, [PY, "-c", KILLED_HOST]], [env, env], log_dir=tmp_path, timeout_s=60,
                            kill=hosts.KillPlan(host=1, after=r"step 1/"), after_kill_s=30)
     assert runs[1].killed and runs[0].returncode == 3 and runs[0].seconds_after_kill < 30
-    assert not runs[0].extra.get("hung")
+    assert not runs[0].hung
 
 
 # ------------------------------------------------------------------------------------------ the exercises
