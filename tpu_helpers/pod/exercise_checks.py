@@ -1,16 +1,6 @@
-"""Self-checks for notebook 08's exercises (from one TPU host to a pod slice).
-
-Each check calls the learner's function on inputs it builds and tests what it *does*, never its source text:
-
-* `check_shards_for_host`: ``shards_for_host(shards, host, hosts)`` gives each host its own shards: over every
-  host, every shard exactly once; shares that differ by at most one; the same answer whatever order a host listed
-  the bucket in (each host lists it itself); a `ValueError` that names the problem, not an empty share, when there
-  are fewer shards than hosts. Then the very split the rehearsal's TensorFlow hosts made (``observed``: the shards
-  each host's batches came from) is compared with the answer.
-* `check_slice_layout`: ``slice_layout(accelerator_type) -> (chips, workers, replicas)`` on the slices the notebook
-  names and a few more, against `tpu_helpers.pod.slices` (whose facts are linked to Google's pages), and a
-  `ValueError` for a name that is not a slice (``v4-15``, ``v9-8``).
-"""
+"""Self-checks for notebook 08's exercises, by what the learner's function does: `check_shards_for_host` (every
+shard read by exactly one host, balanced, whatever the listing order, a ValueError for fewer shards than hosts, and
+the rehearsal's observed split) and `check_slice_layout` (chips, workers, replicas against `slices`)."""
 from __future__ import annotations
 
 import random

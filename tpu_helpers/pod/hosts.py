@@ -1,16 +1,8 @@
-"""Several local "hosts" on one machine: notebook 08's rehearsal of a multi-host TPU slice (framework-free).
+"""Several local "hosts" on one machine, notebook 08's rehearsal of a multi-host slice (framework-free).
 
-A slice runs the same program once per host; here each host is a process group on 127.0.0.1 started by
-`run_hosts`, with its own log file, a wall-clock limit on the whole run (every group is killed when it is reached:
-never a hang), and optionally one host killed (``SIGKILL`` to its whole group) as soon as its log shows a given
-line, to rehearse losing a host mid-run. What each host needs to find the others:
-
-* TensorFlow's ``MultiWorkerMirroredStrategy``: ``TF_CONFIG`` (`tf_config`: every worker's ``host:port`` and this
-  worker's index);
-* PyTorch: ``torchrun --nnodes N --node-rank R --master-addr 127.0.0.1 --master-port P`` (`torchrun_command`),
-  one launcher per host, as on every worker of a slice.
-
-Nothing here listens on anything but loopback, and nothing is deleted that a run did not write.
+`run_hosts` starts one process group per host on 127.0.0.1, each with its own log, kills every group at a wall-clock
+limit (never a hang), and can kill one host when its log shows a line (a host lost mid-run). TensorFlow's hosts find
+each other through `tf_config`, PyTorch's through `torchrun_command`. Nothing listens beyond loopback.
 """
 from __future__ import annotations
 
@@ -22,11 +14,11 @@ import socket
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
 
-__all__ = ["HostsError", "HostRun", "KillPlan", "free_ports", "tf_config", "torchrun_command", "child_environment",
+__all__ = ["LOST_HOST_EXIT", "HostRun", "KillPlan", "free_ports", "tf_config", "torchrun_command", "child_environment",
            "run_hosts"]
 
 # what a parent process (a pytest process of tests/common, a notebook kernel) may have set that the hosts must
@@ -35,8 +27,7 @@ _CLEARED = ("USE_TF", "USE_TORCH", "USE_TORCH_XLA", "TF_CONFIG", "RANK", "WORLD_
             "MASTER_PORT", "PJRT_DEVICE", "CPU_NUM_DEVICES", "XLA_FLAGS", "ACCELERATE_USE_CPU")
 
 
-class HostsError(RuntimeError):
-    """The local hosts did not finish as asked (a limit reached, a host that failed); the message shows their logs."""
+LOST_HOST_EXIT = 3  # the exit status of a host whose partner stopped answering (both frameworks' workers)
 
 
 @dataclass
@@ -60,7 +51,7 @@ class HostRun:
     seconds: float = 0.0
     killed: bool = False
     seconds_after_kill: float | None = None  # how long this host ran on after another host was killed
-    extra: dict = field(default_factory=dict)
+    hung: bool = False  # still running after another host ended: it would have waited forever
 
     def output(self) -> str:
         return self.log.read_text(encoding="utf-8", errors="replace") if self.log.exists() else ""
@@ -156,7 +147,7 @@ def run_hosts(commands: Sequence[Sequence[str]], envs: Sequence[Mapping[str, str
               poll_s: float = 0.2) -> list[HostRun]:
     """Start one process group per host, wait for all of them, return what each did.
 
-    Every host that is still running when `timeout_s` is reached is killed and `HostsError` raised with the end of
+    Every host that is still running when `timeout_s` is reached is killed and a RuntimeError raised with the end of
     every log (a run never hangs). With `kill`, that host's group is killed as soon as its log matches
     ``kill.after``; the others then have `after_kill_s` to stop by themselves (a survivor still running then is
     killed and reported as ``returncode None``: the run proves it hung). When a host fails by itself, the others
@@ -196,14 +187,14 @@ def run_hosts(commands: Sequence[Sequence[str]], envs: Sequence[Mapping[str, str
             if not running:
                 return runs
             if now - start > timeout_s:
-                raise HostsError(f"the hosts did not finish within {timeout_s:.0f} s (still running: "
+                raise RuntimeError(f"the hosts did not finish within {timeout_s:.0f} s (still running: "
                                  f"{', '.join(runs[i].name for i in running)}); every host was killed.\n"
                                  + "\n".join(f"--- {r.name}, last lines:\n{r.tail()}" for r in runs))
             if ended_at is not None and now - ended_at > after_kill_s:
                 for i in running:  # a survivor that would wait forever: stopped, and reported as such
                     _kill_group(procs[i])
                     runs[i].seconds, runs[i].seconds_after_kill = now - start, now - ended_at
-                    runs[i].extra["hung"] = True
+                    runs[i].hung = True
                 return runs
             time.sleep(poll_s)
     finally:

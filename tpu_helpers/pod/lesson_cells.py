@@ -6,7 +6,7 @@ Edit the cells in the notebook, then run ./course links (a test fails while this
 # ruff: noqa: E402, F811, I001  (the cells' own imports, cell by cell, as the learner reads them)
 
 
-# ---- notebooks/08_pod_slice_multi_host.ipynb, cell 13 (tagged multi-host-tf): make_strategy, make_dataset_fn
+# ---- notebooks/08_pod_slice_multi_host.ipynb, cell 14 (tagged multi-host-tf): make_strategy, make_dataset_fn, make_train_step
 import os
 
 from tpu_helpers.pod.sharding import shards_for_pipeline  # exercise 1's answer, tested
@@ -52,10 +52,37 @@ def make_dataset_fn(job: dict, shard_files: list[str], *, with_source: bool = Tr
             ids = tf.cast(tf.io.parse_example(serialized, features)["input_ids"], tf.int32)
             masked, labels = mask_tokens(ids, spec)
             batch = {"input_ids": masked, "attention_mask": tf.ones_like(masked), "labels": labels}
-            if with_source:
+            if with_source:  # optional: the course's evidence of the shard each example came from
                 batch["source"] = source
             return batch
 
         return records.batch(per_replica, drop_remainder=True).map(parse).prefetch(2)
 
     return dataset_fn
+
+
+def make_train_step(strategy, model, optimizer, global_batch: int, *, with_source: bool = True):
+    """``train_step(iterator)``: one global step on every replica of every host."""
+    import tensorflow as tf
+    import tf_keras as keras
+
+    def step_fn(batch):
+        labels = batch["labels"]
+        with tf.GradientTape() as tape:
+            logits = model({"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]},
+                           training=True).logits
+            weights = tf.cast(tf.not_equal(labels, -100), tf.float32)  # only the masked tokens count
+            per_token = keras.losses.sparse_categorical_crossentropy(tf.maximum(labels, 0), logits, from_logits=True)
+            per_example = tf.math.divide_no_nan(tf.reduce_sum(per_token * weights, -1), tf.reduce_sum(weights, -1))
+            loss = tf.nn.compute_average_loss(per_example, global_batch_size=global_batch)  # / the GLOBAL batch
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))  # summed over every replica of every host
+        return (loss, tf.shape(labels)[0], *([batch["source"]] if with_source else []))  # rows, shards: evidence
+
+    @tf.function
+    def train_step(iterator):
+        loss, rows, *sources = strategy.run(step_fn, args=(next(iterator),))
+        global_rows = strategy.reduce(tf.distribute.ReduceOp.SUM, rows, axis=None)  # evidence: an all-reduce
+        return strategy.reduce(tf.distribute.ReduceOp.SUM, loss, axis=None), sources, rows, global_rows
+
+    return train_step

@@ -1,14 +1,7 @@
-"""Multi-host TPU slices: hosts, chips and replicas of the slices notebook 08 names, where each fact comes from, and
-the commands that run one program on every worker (framework-free).
-
-Checked against the pages in `SOURCES` in November 2026 (`CHECKED`). What the course relies on is the rule, not a
-table: a slice's name counts TensorCores on v2, v3, v4 and v5p and chips on v5e (``v5litepod-N``) and v6e; a multi-host
-slice is made of TPU VMs ("workers") of 4 chips (the v5e page's shape table counts *physical hosts* of 8 chips
-instead: a v5e-16 is 2 hosts but 4 workers, and the worker is what runs a program); a v2/v3 chip is 2 replicas (its 2 TensorCores), a v4 chip 1 (its
-2 TensorCores act as one device, "megacore"), a v5e/v6e chip 1. The programs never hardcode any of it: TensorFlow
-reports ``InputContext.num_input_pipelines`` (one per host) and ``num_replicas_in_sync``; ``torchrun`` /
-``torch_xla`` set the world size; ``gcloud compute tpus tpu-vm describe NAME`` lists a slice's workers.
-"""
+"""Multi-host TPU slices: chips, workers and replicas of a slice name, where each fact comes from, and the gcloud
+commands that run one program on every worker (framework-free). Checked against `SOURCES` in `CHECKED`; the rule:
+a name counts TensorCores on v2-v4 and v5p, chips on v5e and v6e; a multi-host slice is made of 4-chip workers; a
+v2/v3 chip is 2 replicas, a v4 (megacore), v5e or v6e chip 1."""
 from __future__ import annotations
 
 import shlex
@@ -46,10 +39,6 @@ class SliceLayout:
     workers: int  # TPU VMs: the hosts that each run the program and feed their own chips
     replicas: int  # data-parallel replicas (devices) in the whole slice
     source: str
-
-    @property
-    def chips_per_worker(self) -> int:
-        return self.chips // self.workers
 
     @property
     def replicas_per_worker(self) -> int:

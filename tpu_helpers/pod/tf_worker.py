@@ -1,36 +1,12 @@
-"""Notebook 08's TensorFlow training script: notebook 04's masked LM, trained on several hosts.
+"""Notebook 08's TensorFlow script: notebook 04's masked LM trained on several hosts, the same code on a slice and
+in the notebook's rehearsal with local hosts.
 
     python -m tpu_helpers.pod.tf_worker --job gs://BUCKET/pod/job.json [--tpu NAME] [--report FOLDER]
 
-What the script does (the same code on a Cloud TPU slice and in notebook 08's rehearsal with two local hosts;
-`make_strategy` and `make_dataset_fn` are notebook 08's cell tagged ``save``, generated into
-`tpu_helpers.pod.lesson_cells`: edit them there, in the notebook):
-
-* **the strategy**: ``--tpu NAME`` connects to a TPU slice with ``TPUClusterResolver(tpu=NAME)`` (the resolver
-  asks the Cloud TPU API for every host of the slice: one TensorFlow client drives all of them, each host's CPU
-  runs its own input pipeline); without it, ``MultiWorkerMirroredStrategy`` reads ``TF_CONFIG`` (one process per
-  host, collectives over gRPC: the rehearsal's two local hosts);
-* **per-host input**: ``strategy.distribute_datasets_from_function(dataset_fn)``; TensorFlow calls ``dataset_fn``
-  once per input pipeline (one per host) with an ``InputContext``, and each pipeline reads only its own TFRecord
-  shards (`shards_for_pipeline`, notebook 08's first exercise) with the per-replica batch
-  ``InputContext.get_per_replica_batch_size(global_batch)``. Each record keeps the name of its shard (a
-  ``source`` feature, off a TPU), so the host can say which shards it trained on: evidence from the batches the
-  replicas received, not from the plan;
-* **the training**: notebook 04's model (``TFAutoModelForMaskedLM.from_config``) and masking
-  (`tpu_helpers.mlm.pipeline.mask_tokens`), in a custom loop: the loss of each replica's examples divided by the
-  *global* batch (``tf.nn.compute_average_loss``), gradients summed across every replica of every host by the
-  optimizer. Every host takes the same number of steps (``repeat()`` and a fixed count): a host that stops early
-  leaves the others waiting in an all-reduce;
-* **one writer**: the chief alone writes the run's log (``job["log"]``, in ``gs://``) and the checkpoint. For the
-  checkpoint every worker calls ``Checkpoint.write`` (under ``MultiWorkerMirroredStrategy`` saving may run
-  collectives), the chief into ``gs://``, the others into a folder of their own that they delete at once
-  (TensorFlow's multi-worker tutorial: https://www.tensorflow.org/tutorials/distribute/multi_worker_with_ctl);
-* **a lost host**: collectives have a timeout (``CommunicationOptions(timeout_seconds=...)``); when a peer stops
-  answering, this script stops with `LOST_HOST_EXIT` and a message that says so, instead of hanging.
-
-``--report FOLDER`` writes this host's evidence (``host-<task>.json``: what TensorFlow reported for the input
-context, the rows of every step, the shards its batches came from, a digest of its weights, where it saved), which
-notebook 08 compares across hosts.
+The strategy, the per-host dataset function and the training step are notebook 08's cell tagged ``save``
+(`tpu_helpers.pod.lesson_cells`); this script adds the loop, one writer (the chief writes the log and the
+checkpoint; every worker calls ``Checkpoint.write``, the others into a folder they delete, as TensorFlow's
+multi-worker tutorial does), ``--report``'s evidence per host, and `hosts.LOST_HOST_EXIT` when a peer stops answering.
 """
 from __future__ import annotations
 
@@ -46,11 +22,10 @@ from typing import Any, Sequence
 
 from tpu_helpers.core.files import write_json_atomic
 from tpu_helpers.core.frameworks import import_tensorflow, use_framework
-from tpu_helpers.pod.lesson_cells import make_dataset_fn, make_strategy  # notebook 08's cell, generated
+from tpu_helpers.pod.hosts import LOST_HOST_EXIT
+from tpu_helpers.pod.lesson_cells import make_dataset_fn, make_strategy, make_train_step  # notebook 08's cell
 
-__all__ = ["LOST_HOST_EXIT", "main", "weights_digest", "load_job"]
-
-LOST_HOST_EXIT = 3  # the exit status of a host whose partner stopped answering
+__all__ = ["main", "weights_digest", "load_job", "restore_digest"]
 
 
 def load_job(path: str) -> dict[str, Any]:
@@ -102,29 +77,7 @@ def train(job: dict[str, Any], strategy, *, steps: int, report_dir: str | None, 
         model = TFAutoModelForMaskedLM.from_config(config)
         model(model.dummy_inputs, training=False)
         optimizer = keras.optimizers.Adam(float(job["learning_rate"]))
-    global_batch = int(job["global_batch"])
-
-    def step_fn(batch):
-        labels = batch["labels"]
-        with tf.GradientTape() as tape:
-            logits = model({"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]},
-                           training=True).logits
-            weights = tf.cast(tf.not_equal(labels, -100), tf.float32)
-            per_token = keras.losses.sparse_categorical_crossentropy(tf.maximum(labels, 0), logits, from_logits=True)
-            per_example = tf.math.divide_no_nan(tf.reduce_sum(per_token * weights, -1), tf.reduce_sum(weights, -1))
-            loss = tf.nn.compute_average_loss(per_example, global_batch_size=global_batch)
-        grads = tape.gradient(loss, model.trainable_variables)
-        optimizer.apply_gradients(zip(grads, model.trainable_variables))
-        if with_source:  # off a TPU only: a TPU's step returns no string tensor
-            return loss, tf.shape(labels)[0], batch["source"]
-        return loss, tf.shape(labels)[0]
-
-    @tf.function
-    def train_step(iterator):
-        loss, rows, *sources = strategy.run(step_fn, args=(next(iterator),))
-        global_rows = strategy.reduce(tf.distribute.ReduceOp.SUM, rows, axis=None)  # an all-reduce over every host
-        return strategy.reduce(tf.distribute.ReduceOp.SUM, loss, axis=None), sources, rows, global_rows
-
+    train_step = make_train_step(strategy, model, optimizer, int(job["global_batch"]), with_source=with_source)
     iterator = iter(dist)
     rows_per_step, global_rows, losses, sources = [], [], [], {}
     for step in range(1, steps + 1):

@@ -1,29 +1,13 @@
-"""Notebook 08's PyTorch training script: notebook 05's training function, launched on every host of a slice.
+"""Notebook 08's PyTorch script: notebook 05's training function, unchanged, on every host of a slice.
 
-    # on every worker of a slice (a TPU VM host: torch_xla.launch starts one process per chip):
-    python -m tpu_helpers.pod_torch.worker --tokenizer tokenizer --save model   # notebook 05's launch cell inside
-    # notebook 08's rehearsal, two local hosts (one per command; gloo on the CPU):
-    torchrun --nnodes 2 --node-rank 0|1 --nproc-per-node 1 --master-addr 127.0.0.1 --master-port P \\
-        --module tpu_helpers.pod_torch.worker --save DIR --report DIR
+    python -m tpu_helpers.pod_torch.worker --tokenizer tokenizer --save model     # a TPU VM worker: a process per chip
+    torchrun --nnodes 2 --node-rank R --master-addr 127.0.0.1 --master-port P \\
+        --module tpu_helpers.pod_torch.worker --save DIR --report DIR            # the rehearsal: gloo on the CPU
 
-Every process runs `train_and_save`: `tpu_helpers.banking77.lesson_cells.training_function`, the very function
-notebook 05 shows (its cell tagged ``training-function``, generated into the package), unchanged, then the save. On a
-TPU VM worker the processes are started by notebook 05's own launch cell (``launch_training``: ``torch_xla.launch``,
-one process per chip; not run by the CPU rehearsal); under ``torchrun`` this process is one of them. What makes it
-multi-host is outside the function:
-
-* every process builds the same data and model from the same seed (as every replica does on one host) and loads
-  the same tokenizer, trained once before the launch (``--prepare DIR``, then ``--tokenizer DIR`` on every host);
-* the ``Accelerator`` inside the function finds the processes of *every* host through the launcher's variables
-  (``RANK``, ``WORLD_SIZE``, ``MASTER_ADDR``); ``accelerator.prepare`` shards the batches by the **global**
-  process index, the gradients are all-reduced over every host, and the evaluation is gathered from every host;
-* after training, every host writes its own evidence (a digest of its weights, its ranks) and **only the main
-  process** saves the model (``save_pretrained`` into a temporary folder, then renamed: whole or absent).
-
-On the CPU (this rehearsal) Accelerate runs without XLA (``USE_TORCH_XLA=0``, gloo): several XLA:CPU processes
-stop in their first all-reduce, so XLA in several processes is what the rehearsal does not cover.
-``--restore DIR`` loads a saved model in a fresh process and prints its digest (the check that the checkpoint
-restores). A process whose partner is lost mid-run stops with `LOST_HOST_EXIT` and says so.
+Every process builds the same data and model from the seed and loads one tokenizer trained before the launch
+(``--prepare``); the ``Accelerator`` in the function finds every host's processes from the launcher's variables;
+only the main process saves. ``--restore`` loads a saved model in a fresh process. A process whose partner is lost
+exits with `tpu_helpers.pod.hosts.LOST_HOST_EXIT`.
 """
 from __future__ import annotations
 
@@ -34,10 +18,9 @@ import sys
 from typing import Sequence
 
 from tpu_helpers.core.files import write_json_atomic
+from tpu_helpers.pod.hosts import LOST_HOST_EXIT  # one exit status for a lost host, both frameworks
 
-__all__ = ["LOST_HOST_EXIT", "main"]
-
-LOST_HOST_EXIT = 3
+__all__ = ["main"]
 
 
 def _prepare() -> None:

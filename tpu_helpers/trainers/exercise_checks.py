@@ -1,14 +1,6 @@
-"""Self-checks for notebook 07's exercises (Lightning and the Hugging Face Trainer on XLA).
-
-* `check_training_step`: the learner's ``training_step`` trains the notebook's small LightningModule for a few steps
-  under `tpu_helpers.trainers.recorder.SlowRunDetective`: no host read in any step, ``train_loss`` logged as the
-  epoch's mean loss, the weights moved.
-* `check_static_trainer_setup`: the learner's ``(TrainingArguments, collator)`` give the Hugging Face ``Trainer``
-  one batch shape on variable-length queries, train on the XLA device, and compile nothing after the first steps.
-
-Both train on PyTorch/XLA's device (a TPU, or XLA's CPU device) under a forked torch RNG, so running a check does
-not change what the notebook's other cells draw.
-"""
+"""Self-checks for notebook 07's exercises: a ``training_step`` that logs the epoch's mean loss without a host read,
+and ``TrainingArguments`` plus a collator that give the Hugging Face ``Trainer`` one batch shape on XLA. Both train
+on the XLA device under a forked torch RNG, so a check does not change what the notebook's other cells draw."""
 from __future__ import annotations
 
 import tempfile

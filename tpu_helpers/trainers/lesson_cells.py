@@ -79,3 +79,20 @@ class BagOfWords(L.LightningModule):
 
     def configure_optimizers(self):
         return torch.optim.AdamW(self.parameters(), lr=1e-2)
+
+
+# ---- notebooks/07_trainers_lightning_hf.ipynb, cell 27: xla_trainer
+from transformers import DataCollatorWithPadding, Trainer, TrainingArguments
+
+
+def xla_trainer(model, train_dataset, tokenizer, output_dir, *, batch_size, max_length, learning_rate, seed=0,
+                callbacks=()):
+    """The Hugging Face Trainer on the XLA device with one batch shape."""
+    args = TrainingArguments(
+        output_dir=output_dir, per_device_train_batch_size=batch_size, num_train_epochs=1, learning_rate=learning_rate,
+        optim="adamw_torch",  # the fused default has no XLA kernel
+        dataloader_drop_last=True,  # no short last batch: one shape
+        dataloader_pin_memory=False,  # pinned host memory is for CUDA copies; XLA's loader does not use it
+        seed=seed, report_to="none", save_strategy="no", logging_strategy="no")
+    collator = DataCollatorWithPadding(tokenizer, padding="max_length", max_length=max_length)  # one length
+    return Trainer(model=model, args=args, train_dataset=train_dataset, data_collator=collator, callbacks=list(callbacks))

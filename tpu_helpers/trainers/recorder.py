@@ -1,19 +1,6 @@
-"""The slow-run detective of notebook 06 as a Lightning ``Callback``: it records every training step and epoch.
-
-    detective = SlowRunDetective()
-    trainer = L.Trainer(accelerator=..., devices=1, callbacks=[detective])
-    trainer.fit(module, train_loader)
-    print(detective.report(warmup_steps=2))  # diagnose_slow_run (tpu_helpers.xla_debug.diagnose)
-    detective.epochs[1]["compilations"]    # torch_xla's counters, per epoch
-
-`HFStepDetective` does the same for the Hugging Face ``Trainer`` (a ``TrainerCallback``; it sees no batch, so it
-records no shapes).
-
-A callback sees what a hand-written loop sees: ``on_train_batch_start`` is the step boundary (the batch's shapes
-are noted there), and torch_xla's counters (`tpu_helpers.xla_torch.counters`) say what happened in between. It
-reads the counters without waiting for the device, except at the end of each epoch, so recording does not
-change how host and device overlap.
-"""
+"""The slow-run detective of notebook 06 as callbacks: `SlowRunDetective` (Lightning) records every training step
+and each epoch's XLA counters, `HFStepDetective` the Hugging Face ``Trainer``'s steps; ``report()`` diagnoses them.
+Counters are read without waiting for the device (except at each epoch's end), so recording keeps the overlap."""
 from __future__ import annotations
 
 from typing import Any

@@ -1,38 +1,12 @@
 """Several replicas without a TPU: Lightning's CPU DDP (``strategy="ddp_notebook"``) fed by the course's buckets.
 
-Off a TPU, notebook 07 rehearses a multi-replica run (``REPLICAS=N``) with ``L.Trainer(accelerator="cpu",
-devices=N, strategy="ddp_notebook")``: Lightning forks N CPU processes from the kernel and joins them with gloo.
-(Several PyTorch/XLA processes on XLA:CPU stop in their first all-reduce: ``rendezvous.cc ... only 1 of them
-arrived``; so the processes run plain CPU torch, no XLA.) What this module adds to Lightning:
-
-    train_sampler = BucketBatchSampler(lengths, per_replica, bounds, num_replicas=N, seed=SEED)
-    loader = DataLoader(BucketedDataset(ds), batch_sampler=ReplicaShard(train_sampler, N), collate_fn=...)
-    trainer = L.Trainer(accelerator="cpu", devices=N, strategy="ddp_notebook", use_distributed_sampler=False,
-                        callbacks=[SamePlanOnEveryReplica(), log := ReplicaLog(folder)])
-    trainer.fit(module, loader)
-    runs = log.read("train")       # what every process saw, one dict per rank
-
-* `ReplicaShard`: with ``use_distributed_sampler=False`` Lightning leaves the batch sampler alone, so each process
-  takes its own share itself: batch ``k`` of a sampler that yields each step's N per-replica batches one after
-  another goes to replica ``k % N`` (what accelerate's ``BatchSamplerShard`` does in notebook 05). The rank is
-  read in the process that iterates (the loader is built before the fork, in the kernel).
-* `SamePlanOnEveryReplica`: before each epoch, one ``all_gather`` of every replica's planned steps and batch
-  shapes (`tpu_helpers.banking77.replicas`, the same comparison notebook 05's replicas make). A replica with one step more would wait forever in that step's all-reduce (gloo's default timeout is
-  30 minutes); a different shape on one replica is one more XLA graph on a TPU. Either stops every process at once
-  with `ReplicaMismatchError`, naming the replica.
-* `ReplicaLog`: a forked process cannot hand objects back to the kernel (Lightning returns rank 0's weights and
-  logged metrics only), so each rank writes what it saw to a file of its own: per step the batch shape, per
-  epoch the sample indices it was given, its weights after training, its predictions and the gathered ones.
-* `interleave`: ``[replicas, steps * rows]`` (what ``all_gather`` returns) back into the global batches' order.
-
-Fork's rules (Lightning's ``_MultiProcessingLauncher``, ``start_method="fork"``): a forked child inherits the
-kernel's memory but none of its threads, so it must not touch a runtime that the kernel started: no CUDA (Lightning
-checks it) and, here, no XLA device: the PJRT client's threads are not in the child. `check_fork_safe` refuses a
-module with a tensor on a device other than the CPU. Autograd is the other such runtime: once a backward pass ran
-on a device other than the CPU (XLA's included), its engine has device threads, and PyTorch refuses backward in
-every later forked child ("Unable to handle autograd's threading in combination with fork-based
-multiprocessing"); so fork before any XLA training in the process (notebook 07's section 2 comes first; the tests
-fork from a fresh process). Lightning sets each child's torch threads to ``cpu_count // N``.
+Several PyTorch/XLA processes on XLA:CPU stop in their first all-reduce, so notebook 07's ``REPLICAS=N`` rehearsal
+forks N plain-CPU processes joined by gloo. `ReplicaShard` gives each process every N-th batch of a bucket sampler
+cut for N replicas (``use_distributed_sampler=False``); `SamePlanOnEveryReplica` compares the replicas' planned steps
+and shapes before each epoch (one replica with a step more would hang in an all-reduce); `ReplicaLog` writes what
+each process saw to a file (a forked process hands nothing back); `interleave` undoes the gather's order. A forked
+child has none of the kernel's threads: the model stays on the CPU (`check_fork_safe`) and no backward pass may
+have run on XLA in the kernel before the fork.
 """
 from __future__ import annotations
 

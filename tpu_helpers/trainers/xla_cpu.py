@@ -1,18 +1,8 @@
 """Lightning's XLA accelerator on PyTorch/XLA's CPU device, so a machine without a TPU runs the TPU code path.
 
-On a TPU, ``Trainer(accelerator="tpu", devices=...)`` is all a learner writes. Off a TPU, Lightning 2.6 refuses it
-twice over: ``XLAAccelerator.is_available()`` counts TPU *chips* (``MisconfigurationException: XLAAccelerator can
-not run on your system``), and its device parsing (``_check_tpu_devices_valid`` -> ``auto_device_count`` ->
-``torch_xla._internal.tpu.num_available_devices``) asks the GCE metadata server for ``tpu-env``, which fails offline.
-
-`XLACPUAccelerator` is Lightning's own ``XLAAccelerator`` with exactly those three answers taken from the PJRT
-client that is really running (``PJRT_DEVICE=CPU``) instead of the TPU's PCI bus and metadata server:
-``is_available``, ``auto_device_count`` and the device parsing (one device: several XLA:CPU processes abort on a
-small machine). Everything else is Lightning's TPU path unchanged: the connector picks
-``SingleDeviceXLAStrategy`` and ``XLAPrecision`` for it (``xm.mark_step()`` after every optimizer step,
-``XLACheckpointIO``), exactly as for ``accelerator="tpu", devices=1`` on a TPU.
-
-    trainer = L.Trainer(accelerator=lightning_accelerator(), devices=1)   # "tpu" on a TPU, this class elsewhere
+Off a TPU, Lightning 2.6 refuses ``accelerator="tpu"``: ``XLAAccelerator.is_available()`` counts TPU chips, and its
+device parsing asks the GCE metadata server. `XLACPUAccelerator` answers those questions from the PJRT CPU client
+(``PJRT_DEVICE=CPU``); the rest (``SingleDeviceXLAStrategy``, ``XLAPrecision``) is Lightning's TPU path unchanged.
 """
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ from course_testing import failed, skeleton
 
 from tpu_helpers.pod import exercise_checks as checks
 from tpu_helpers.pod import hosts, slices, solutions
-from tpu_helpers.pod.sharding import ShardingError, shards_for_pipeline
+from tpu_helpers.pod.sharding import shards_for_pipeline
 
 PY = sys.executable
 
@@ -51,9 +51,9 @@ def test_every_shard_goes_to_exactly_one_pipeline(count, pipelines):
 
 
 def test_fewer_shards_than_pipelines_is_a_clear_error():
-    with pytest.raises(ShardingError, match="every host needs at least one shard"):
+    with pytest.raises(ValueError, match="every host needs at least one shard"):
         shards_for_pipeline(["a", "b"], 2, 3)
-    with pytest.raises(ShardingError, match="the id must be in 0..1"):
+    with pytest.raises(ValueError, match="the id must be in 0..1"):
         shards_for_pipeline(["a", "b"], 2, 2)
 
 
@@ -86,7 +86,7 @@ def test_hosts_that_finish(tmp_path):
 def test_a_run_past_its_limit_is_killed_not_waited_for(tmp_path):
     env = hosts.child_environment()
     start = time.monotonic()
-    with pytest.raises(hosts.HostsError, match="did not finish within 1 s"):
+    with pytest.raises(RuntimeError, match="did not finish within 1 s"):
         hosts.run_hosts([[PY, "-c", "import time; time.sleep(60)"]], [env], log_dir=tmp_path, timeout_s=1)
     assert time.monotonic() - start < 20
 
@@ -115,7 +115,7 @@ def test_a_killed_host_loses_every_process_and_a_waiting_survivor_is_reported_hu
     survivor = [PY, "-c", "import time; time.sleep(120)"]  # waits forever for the lost host, like an all-reduce
     runs = hosts.run_hosts([survivor, [PY, "-c", KILLED_HOST]], [env, env], log_dir=tmp_path, timeout_s=60,
                            kill=hosts.KillPlan(host=1, after=r"step 3/"), after_kill_s=1)
-    assert runs[1].killed and runs[0].extra.get("hung") and runs[0].returncode is None
+    assert runs[1].killed and runs[0].hung and runs[0].returncode is None
     child = int(runs[1].output().split()[1])  # started in a session of its own, as torchrun starts its workers
     deadline = time.monotonic() + 10
     while _alive(child) and time.monotonic() < deadline:
@@ -129,7 +129,7 @@ def test_a_survivor_that_stops_by_itself(tmp_path):
     runs = hosts.run_hosts([watcher, [PY, "-c", KILLED_HOST]], [env, env], log_dir=tmp_path, timeout_s=60,
                            kill=hosts.KillPlan(host=1, after=r"step 1/"), after_kill_s=30)
     assert runs[1].killed and runs[0].returncode == 3 and runs[0].seconds_after_kill < 30
-    assert not runs[0].extra.get("hung")
+    assert not runs[0].hung
 
 
 # ------------------------------------------------------------------------------------------ the exercises

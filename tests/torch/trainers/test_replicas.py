@@ -23,6 +23,7 @@ torch = pytest.importorskip("torch")
 
 from tpu_helpers.banking77.buckets import BucketBatchSampler  # noqa: E402
 from tpu_helpers.banking77.replicas import ReplicaMismatchError, batch_plan, plan_problems  # noqa: E402
+from tpu_helpers.core.claims import Claims  # noqa: E402
 from tpu_helpers.trainers.replicas import ReplicaShard, check_fork_safe, interleave  # noqa: E402
 
 NOTEBOOK = Path(__file__).resolve().parents[3] / "notebooks" / "07_trainers_lightning_hf.ipynb"
@@ -188,7 +189,7 @@ def scenario_two_replicas_train_the_notebooks_module_and_the_notebooks_claims_ho
     summary = Summary()
     run_cell("replica-claims", {"replicas": REPLICAS, "replica_log": log, "epochs": EPOCHS, "module": module,
                                 "train_sampler": train_sampler, "per_replica": PER_REPLICA, "torch": torch,
-                                "interleave": interleave, "summary": summary})
+                                "interleave": interleave, "summary": summary, "Claims": Claims})
     assert summary.records["replicas' steps per epoch"] == len(train_sampler.plan(0)) > 1
     runs = log.read("train")
     assert runs[0]["indices"][0] != runs[0]["indices"][1], "each epoch new batches (set_epoch in the processes)"
