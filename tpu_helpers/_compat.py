@@ -10,7 +10,7 @@ from typing import Any
 
 __all__ = ["accelerate_found_torch_xla", "xla_runtime_is_initialized", "accelerate_state_exists",
            "reset_accelerate_state", "hide_torch_xla_and_accelerate_from_transformers", "fake_gcs_server_binary",
-           "tf_function_flags", "dataset_variant", "create_optimizer_slots"]
+           "dataset_variant", "create_optimizer_slots"]
 
 
 # --------------------------------------------------------------------------------------------- accelerate
@@ -66,11 +66,6 @@ def fake_gcs_server_binary() -> str:
 
 
 # --------------------------------------------------------------------------------------------- TensorFlow
-def tf_function_flags(function: Any) -> tuple[bool, bool]:
-    """``(jit_compile, reduce_retracing)`` of a ``tf.function``: stored only as private attributes."""
-    return bool(getattr(function, "_jit_compile", None)), bool(getattr(function, "_reduce_retracing", False))
-
-
 def dataset_variant(dataset: Any) -> Any:
     """The graph handle of a ``tf.data.Dataset`` (``_variant_tensor``), which ``tf.raw_ops.DatasetToGraphV2`` takes
     to serialise the pipeline as TensorFlow does when it ships one to a TPU Node's host."""

@@ -5,11 +5,6 @@ import os
 from tpu_helpers import _compat
 
 
-def test_tf_function_flags_read_jit_compile_and_reduce_retracing(tf):
-    assert _compat.tf_function_flags(tf.function(lambda x: x, jit_compile=True, reduce_retracing=True)) == (True, True)
-    assert _compat.tf_function_flags(tf.function(lambda x: x)) == (False, False)
-
-
 def test_dataset_variant_is_what_dataset_to_graph_takes(tf):
     ds = tf.data.Dataset.range(4).map(lambda x: x * 2)
     serialized = tf.raw_ops.DatasetToGraphV2(input_dataset=_compat.dataset_variant(ds), external_state_policy=1)

@@ -3,7 +3,7 @@
 Each notebook below is executed twice, top to bottom, in ONE kernel (as when an instructor presses "Run all"
 again): idempotent setup, no "already initialised" crashes, no duplicate state. The install cell is skipped
 as under nbval. The notebooks chosen hold the process-wide state a re-run can trip over: runtime checks and a
-child PyTorch/XLA process (00), simulated CPU replicas and a cached TPU strategy (03), a GCS emulator, local hosts
+child PyTorch/XLA process (00), simulated CPU replicas and the TPU connection (03), a GCS emulator, local hosts
 and their ports (08), and the compile counts that
 the compile cache changes on a second run (02, 05, 06, 07: each such cell, tagged ``compile-count``, asserts what it
 compiled new or found in the cache, or a bound that a cached graph keeps).
