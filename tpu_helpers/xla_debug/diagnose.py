@@ -18,7 +18,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from tpu_helpers.xla_torch.counters import SCALAR_READ, XlaSnapshot, fallbacks_between, snapshot
+from tpu_helpers.xla_torch.counters import XlaSnapshot, between, snapshot
 
 __all__ = ["StepStats", "StepRecorder", "Problem", "SlowRunReport", "diagnose_slow_run", "shape_signature",
            "shapes_from_an_earlier_run", "PROBLEM_KINDS", "run_in_fresh_process"]
@@ -57,6 +57,7 @@ class StepStats:
     scalar_reads: int = 0  # aten::_local_scalar_dense: .item(), float(t), bool(t)
     fallbacks: dict[str, int] = field(default_factory=dict)
     compile_seconds: float = 0.0
+    execute_seconds: float = 0.0
     wall_seconds: float = 0.0
 
     @property
@@ -89,13 +90,7 @@ class StepRecorder:
         if self._open is None:
             return
         index, shapes, a, t = self._open
-        self.steps.append(StepStats(
-            index, shapes, compilations=b.counter("UncachedCompile") - a.counter("UncachedCompile"),
-            cache_hits=b.counter("CachedCompile") - a.counter("CachedCompile"),
-            executions=b.counter("ExecuteComputation") - a.counter("ExecuteComputation"),
-            syncs=b.metric("TransferFromDeviceTime")[0] - a.metric("TransferFromDeviceTime")[0],
-            scalar_reads=b.counter(SCALAR_READ) - a.counter(SCALAR_READ), fallbacks=fallbacks_between(a, b),
-            compile_seconds=(b.metric("CompileTime")[1] - a.metric("CompileTime")[1]) / 1e9, wall_seconds=now - t))
+        self.steps.append(StepStats(index, shapes, wall_seconds=now - t, **between(a, b)))
         self._open = None
 
     def __exit__(self, *exc) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["XlaSnapshot", "XlaCounters", "snapshot", "SCALAR_READ", "is_fallback", "fallbacks_between"]
+__all__ = ["XlaSnapshot", "XlaCounters", "snapshot", "between", "SCALAR_READ", "is_fallback", "fallbacks_between"]
 
 SCALAR_READ = "aten::_local_scalar_dense"  # .item(), float(t), bool(t): a host read, not an op on the CPU
 
@@ -54,6 +54,17 @@ def snapshot(wait: bool = True) -> XlaSnapshot:
     return XlaSnapshot(counters, metrics)
 
 
+def between(a: XlaSnapshot, b: XlaSnapshot) -> dict[str, Any]:
+    """What happened from snapshot ``a`` to ``b``: the fields of `XlaCounters`."""
+    return {"compilations": b.counter("UncachedCompile") - a.counter("UncachedCompile"),
+            "cache_hits": b.counter("CachedCompile") - a.counter("CachedCompile"),
+            "executions": b.counter("ExecuteComputation") - a.counter("ExecuteComputation"),
+            "syncs": b.metric("TransferFromDeviceTime")[0] - a.metric("TransferFromDeviceTime")[0],
+            "scalar_reads": b.counter(SCALAR_READ) - a.counter(SCALAR_READ), "fallbacks": fallbacks_between(a, b),
+            "compile_seconds": (b.metric("CompileTime")[1] - a.metric("CompileTime")[1]) / 1e9,  # nanoseconds
+            "execute_seconds": (b.metric("ExecuteTime")[1] - a.metric("ExecuteTime")[1]) / 1e9}
+
+
 @dataclass
 class XlaCounters:
     """Context manager: the difference of torch_xla's metrics between enter and exit."""
@@ -77,21 +88,11 @@ class XlaCounters:
 
     def update(self) -> "XlaCounters":
         """Refresh the differences now (also inside the ``with`` block)."""
-        a, b = self._start, snapshot()
-        self.compilations = b.counter("UncachedCompile") - a.counter("UncachedCompile")
-        self.cache_hits = b.counter("CachedCompile") - a.counter("CachedCompile")
-        self.executions = b.counter("ExecuteComputation") - a.counter("ExecuteComputation")
-        self.syncs = b.metric("TransferFromDeviceTime")[0] - a.metric("TransferFromDeviceTime")[0]
-        self.scalar_reads = b.counter(SCALAR_READ) - a.counter(SCALAR_READ)
-        self.fallbacks = fallbacks_between(a, b)
-        self.compile_seconds = (b.metric("CompileTime")[1] - a.metric("CompileTime")[1]) / 1e9
-        self.execute_seconds = (b.metric("ExecuteTime")[1] - a.metric("ExecuteTime")[1]) / 1e9
+        self.__dict__.update(between(self._start, snapshot()))
         return self
 
     def as_dict(self) -> dict[str, Any]:
-        return {"compilations": self.compilations, "cache_hits": self.cache_hits, "executions": self.executions,
-                "syncs": self.syncs, "scalar_reads": self.scalar_reads, "fallbacks": dict(self.fallbacks),
-                "compile_seconds": round(self.compile_seconds, 3), "execute_seconds": round(self.execute_seconds, 3)}
+        return {k: round(v, 3) if isinstance(v, float) else v for k, v in vars(self).items() if k != "_start"}
 
     def __str__(self) -> str:
         return " ".join(f"{k}={v}" for k, v in self.as_dict().items())

@@ -1,9 +1,8 @@
 """Float32 matmuls at full precision for the cells that compare XLA's numbers with eager PyTorch.
 
-A TPU computes a float32 matmul in one bfloat16 pass by default (about 1e-2 from the CPU); "highest" is six passes
-(float32 accuracy); XLA:CPU is float32 either way. Graphs are cached by IR, not precision: run the compared graph
-for the first time inside the block. torch_xla 2.9 logs "Setting mat mul precision multiple times is not
-recommended" at every set; the block drops that one message (tests/torch/xla_torch/test_precision.py verifies it).
+A TPU computes a float32 matmul in one bfloat16 pass by default (about 1e-2 from the CPU), "highest" in six; XLA:CPU
+is float32 either way. Graphs are cached by IR, not precision: run a compared graph first inside the block. The
+block drops torch_xla 2.9's "Setting mat mul precision multiple times" log line (tests/torch/xla_torch/test_precision.py).
 """
 from __future__ import annotations
 
