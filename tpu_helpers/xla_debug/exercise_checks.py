@@ -8,6 +8,7 @@ from typing import Any, Callable
 
 from tpu_helpers.core.exercises import CheckResult, answer_for, call_answer, run_check
 from tpu_helpers.xla_debug.diagnose import StepRecorder, diagnose_slow_run
+from tpu_helpers.xla_debug.lesson_cells import train
 
 __all__ = ["variable_length_batches", "check_fast_loop", "check_resume"]
 
@@ -98,12 +99,6 @@ def check_resume(save_checkpoint: Callable, load_checkpoint: Callable, make_mode
             data.append({"input_ids": ids, "attention_mask": torch.ones_like(ids),
                          "labels": torch.randint(0, num_labels, (batch_size,), generator=g)})
 
-        def step(model, optimizer, batch):  # the notebook's training step: its graph is compiled already
-            with torch_xla.step():
-                model(**{k: v.to(device) for k, v in batch.items()}).loss.backward()
-                optimizer.step()
-                optimizer.zero_grad()
-
         def tensors(obj):
             obj = list(obj.values()) if isinstance(obj, dict) else obj
             if isinstance(obj, (list, tuple)):
@@ -112,14 +107,13 @@ def check_resume(save_checkpoint: Callable, load_checkpoint: Callable, make_mode
 
         def fresh(seed):
             torch.manual_seed(seed)
-            model = make_model().to(device).train()
+            model = make_model().to(device)
             return model, torch.optim.AdamW(model.parameters(), lr=1e-3)
 
         xla_seed = xm.get_rng_state()
         with torch.random.fork_rng(devices=[]), tempfile.TemporaryDirectory(prefix="tpu-course-resume-") as tmp:
             model, optimizer = fresh(1207)
-            for batch in data[:2]:
-                step(model, optimizer, batch)
+            train(model, optimizer, data[:2])  # the notebook's loop: its graph is compiled already
             path = os.path.join(tmp, "checkpoint.pt")
             call_answer(save_checkpoint, path, model, optimizer, 2, what="save_checkpoint(path, model, optimizer, step)")
             saved = torch.load(path, weights_only=False)  # the check's own file: trusted
@@ -132,7 +126,7 @@ def check_resume(save_checkpoint: Callable, load_checkpoint: Callable, make_mode
             try:
                 for m, o in ((model, optimizer), (model2, optimizer2)):  # the run that never stopped, the resumed one
                     xm.set_rng_state(1207)  # the same dropout masks in both
-                    step(m, o, data[2])
+                    train(m, o, data[2:])
             finally:
                 xm.set_rng_state(xla_seed)
             a, b = model.state_dict(), model2.state_dict()
