@@ -1,7 +1,5 @@
-"""Notebook 06, PyTorch/XLA under the hood: the step recorder and the slow-run diagnosis.
-
-The notebook: ``notebooks/06_pytorch_xla_under_the_hood.ipynb`` (its metadata names this package). Framework: PyTorch/XLA
-only (``FRAMEWORK``); the exercises' checks are in ``exercise_checks.py``, the reference answers in ``solutions.py``.
+"""Notebook 06, PyTorch/XLA under the hood and the slow-run detective; lesson_cells.py is generated from its cells
+tagged save. Framework: PyTorch/XLA only; exercise_checks.py checks the exercises, solutions.py the reference answers.
 """
 FRAMEWORK = 'torch'  # the framework this package's modules may import (tests/conventions enforce it)
 NOTEBOOK = '06_pytorch_xla_under_the_hood'

@@ -6,14 +6,14 @@ import torch.nn.functional as F
 
 
 def collate(seqs: list[torch.Tensor], labels: torch.Tensor, max_length: int) -> dict[str, torch.Tensor]:
-    """Pad every batch to the same ``max_length``: one input shape, so one compiled training graph."""
+    """Pad every batch to the same ``max_length``: one input shape, one compiled training graph."""
     input_ids = torch.nn.utils.rnn.pad_sequence(seqs, batch_first=True)  # (batch, longest in this batch)
     input_ids = F.pad(input_ids, (0, max_length - input_ids.shape[1]))  # (batch, max_length), padded with 0
     return {"input_ids": input_ids, "attention_mask": (input_ids != 0).long(), "labels": labels}
 
 
 def train_step(model, optimizer, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-    """One step that never reads a value on the host: the loss is returned as a device tensor, read later."""
+    """One step that reads nothing on the host: the loss stays a device tensor, read after the loop."""
     import torch_xla
 
     device = torch_xla.device()
@@ -23,23 +23,19 @@ def train_step(model, optimizer, batch: dict[str, torch.Tensor]) -> torch.Tensor
         loss.backward()
         optimizer.step()
         optimizer.zero_grad()
-    return loss  # no .item() here: read the losses after the loop, or every N steps
+    return loss
 
 
 def save_checkpoint(path: str, model, optimizer, step: int) -> None:
-    """Everything needed to resume: the weights, AdamW's running averages and step count, the step number.
-
-    ``xm.save`` moves every tensor to the CPU (so the file loads without torch_xla) and writes only from the master
-    process when several replicas run.
-    """
+    """The weights, AdamW's state and the step; ``xm.save`` writes CPU tensors, from the master process only."""
     import torch_xla.core.xla_model as xm
 
     xm.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step}, path)
 
 
 def load_checkpoint(path: str, model, optimizer) -> int:
-    """Restore the model and the optimizer in place and return the saved step number."""
+    """Restore the model and the optimizer in place; return the saved step."""
     state = torch.load(path, weights_only=True)  # plain tensors, numbers and lists: safe to load
-    model.load_state_dict(state["model"])  # copies the CPU tensors into the model's (XLA) parameters
+    model.load_state_dict(state["model"])
     optimizer.load_state_dict(state["optimizer"])  # moves the state to the parameters' device
     return state["step"]

@@ -1,7 +1,6 @@
-"""Notebook 02, the three XLA rules in PyTorch/XLA: torch_xla's counters, XLA-friendly losses.
+"""Notebook 02, the three XLA rules in PyTorch/XLA; lesson_cells.py is generated from its cells tagged save.
 
-The notebook: ``notebooks/02_xla_rules_pytorch_xla.ipynb`` (its metadata names this package). Framework: PyTorch/XLA
-only (``FRAMEWORK``); the exercises' checks are in ``exercise_checks.py``, the reference answers in ``solutions.py``.
+Framework: PyTorch/XLA only; exercise_checks.py checks the exercises, solutions.py holds the reference answers.
 """
 FRAMEWORK = 'torch'  # the framework this package's modules may import (tests/conventions enforce it)
 NOTEBOOK = '02_xla_rules_pytorch_xla'

@@ -1,34 +1,26 @@
-"""Count what PyTorch/XLA did between two points: compilations, cache hits, host syncs, CPU fallbacks.
+"""What PyTorch/XLA did between two points, from torch_xla's own metrics: compilations, cache hits, syncs, fallbacks.
 
     with XlaCounters() as c:
         train_step(batch)
-    print(c)                     # compilations=1 cache_hits=0 executions=1 syncs=0 fallbacks={} ... (every counter)
-    assert c.compilations == 1
+    print(c)  # compilations=1 cache_hits=0 executions=1 syncs=0 scalar_reads=0 fallbacks={} ...
 
-Everything comes from torch_xla's own metrics (`torch_xla.debug.metrics`), read at enter and exit:
-
-* ``UncachedCompile`` counter: graphs XLA had to compile (``CompileTime`` has one sample per compile);
-* ``CachedCompile`` counter: graphs found in the compile cache (same graph, same shapes: no compile);
-* ``ExecuteComputation`` counter: graphs executed on the device;
-* ``TransferFromDeviceTime`` metric: device-to-host transfers (``.item()``, ``print(tensor)``, a Python ``if``
-  on a tensor), each one a sync that cuts the graph; ``aten::_local_scalar_dense`` counts the scalar reads;
-* ``aten::*`` counters: ops with no XLA lowering that ran on the CPU instead (a "fallback").
-
-``counter_value`` returns None for a counter that does not exist yet; those count as 0 here.
+Counters read: ``UncachedCompile`` (graphs compiled), ``CachedCompile`` (found in the compile cache),
+``ExecuteComputation`` (graphs run), ``aten::_local_scalar_dense`` (host reads: ``.item()``, ``if tensor:``),
+other ``aten::*`` (ops that ran on the CPU); metrics: ``TransferFromDeviceTime`` (device-to-host copies),
+``CompileTime`` / ``ExecuteTime`` (nanoseconds).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["XlaSnapshot", "XlaCounters", "snapshot", "SCALAR_READ", "is_fallback", "fallbacks_between"]
+__all__ = ["XlaSnapshot", "XlaCounters", "snapshot", "between", "SCALAR_READ", "is_fallback", "fallbacks_between"]
 
 SCALAR_READ = "aten::_local_scalar_dense"  # .item(), float(t), bool(t): a host read, not an op on the CPU
 
 
 def is_fallback(name: str) -> bool:
-    """An ``aten::`` counter of an op with no XLA lowering that ran on the CPU (the one rule for "fallback":
-    the scalar-read counter is an ``aten::`` name too, but it counts host reads)."""
+    """An ``aten::`` counter of an op that ran on the CPU (the scalar-read counter counts host reads instead)."""
     return name.startswith("aten::") and name != SCALAR_READ
 
 
@@ -50,27 +42,27 @@ def fallbacks_between(a: XlaSnapshot, b: XlaSnapshot) -> dict[str, int]:
 
 
 def snapshot(wait: bool = True) -> XlaSnapshot:
-    """Read all of torch_xla's counters and metrics now.
-
-    PJRT runs graphs asynchronously: ``torch_xla.sync()`` returns before the device has finished, and the
-    execution counters move when it does. ``wait=True`` (the default) first waits for pending device work
-    (``xm.wait_device_ops()``, which moves no data to the host), so every graph launched before this call is
-    counted.
-    """
+    """All of torch_xla's counters and metrics now; ``wait`` first waits for the graphs already launched."""
     import torch_xla.debug.metrics as met
 
-    if wait:
+    if wait:  # PJRT runs graphs asynchronously: their counters move when they finish
         import torch_xla.core.xla_model as xm
 
         xm.wait_device_ops()
-
     counters = {name: int(met.counter_value(name) or 0) for name in met.counter_names()}
-    metrics = {}
-    for name in met.metric_names():
-        data = met.metric_data(name)
-        if data:
-            metrics[name] = (int(data[0]), float(data[1]))
+    metrics = {name: (int(d[0]), float(d[1])) for name in met.metric_names() if (d := met.metric_data(name))}
     return XlaSnapshot(counters, metrics)
+
+
+def between(a: XlaSnapshot, b: XlaSnapshot) -> dict[str, Any]:
+    """What happened from snapshot ``a`` to ``b``: the fields of `XlaCounters`."""
+    return {"compilations": b.counter("UncachedCompile") - a.counter("UncachedCompile"),
+            "cache_hits": b.counter("CachedCompile") - a.counter("CachedCompile"),
+            "executions": b.counter("ExecuteComputation") - a.counter("ExecuteComputation"),
+            "syncs": b.metric("TransferFromDeviceTime")[0] - a.metric("TransferFromDeviceTime")[0],
+            "scalar_reads": b.counter(SCALAR_READ) - a.counter(SCALAR_READ), "fallbacks": fallbacks_between(a, b),
+            "compile_seconds": (b.metric("CompileTime")[1] - a.metric("CompileTime")[1]) / 1e9,  # nanoseconds
+            "execute_seconds": (b.metric("ExecuteTime")[1] - a.metric("ExecuteTime")[1]) / 1e9}
 
 
 @dataclass
@@ -95,24 +87,12 @@ class XlaCounters:
         self.update()
 
     def update(self) -> "XlaCounters":
-        """Refresh the differences now (also usable inside the ``with`` block)."""
-        a, b = self._start, snapshot()
-        self.compilations = b.counter("UncachedCompile") - a.counter("UncachedCompile")
-        self.cache_hits = b.counter("CachedCompile") - a.counter("CachedCompile")
-        self.executions = b.counter("ExecuteComputation") - a.counter("ExecuteComputation")
-        self.syncs = b.metric("TransferFromDeviceTime")[0] - a.metric("TransferFromDeviceTime")[0]
-        self.scalar_reads = b.counter(SCALAR_READ) - a.counter(SCALAR_READ)
-        self.fallbacks = fallbacks_between(a, b)
-        # CompileTime / ExecuteTime totals are in nanoseconds
-        self.compile_seconds = (b.metric("CompileTime")[1] - a.metric("CompileTime")[1]) / 1e9
-        self.execute_seconds = (b.metric("ExecuteTime")[1] - a.metric("ExecuteTime")[1]) / 1e9
+        """Refresh the differences now (also inside the ``with`` block)."""
+        self.__dict__.update(between(self._start, snapshot()))
         return self
 
     def as_dict(self) -> dict[str, Any]:
-        return {"compilations": self.compilations, "cache_hits": self.cache_hits, "executions": self.executions,
-                "syncs": self.syncs, "scalar_reads": self.scalar_reads, "fallbacks": dict(self.fallbacks),
-                "compile_seconds": round(self.compile_seconds, 3), "execute_seconds": round(self.execute_seconds, 3)}
+        return {k: round(v, 3) if isinstance(v, float) else v for k, v in vars(self).items() if k != "_start"}
 
     def __str__(self) -> str:
-        d = self.as_dict()
-        return " ".join(f"{k}={v}" for k, v in d.items())
+        return " ".join(f"{k}={v}" for k, v in self.as_dict().items())

@@ -70,7 +70,7 @@ def test_fast_loop_names_the_loss_read_every_step(make_model):
     result = nb06.check_fast_loop(solution.collate, slow_train_step, *trainable(make_model), max_length=16,
                                   **SIZES06)
     assert not result.passed
-    assert "1 problem(s)" in result.message and "still reads values on the host: 6 scalar read(s)" in result.message
+    assert "still reads values on the host: 6 scalar read(s)" in result.message
     assert "in 6 of 6 steps" in result.message
 
 

@@ -46,3 +46,14 @@ def test_boolean_mask_falls_back_to_cpu_nonzero():
         torch_xla.sync()
     assert "aten::nonzero" in c.fallbacks, c
     assert y.shape[0] == 6
+
+
+def test_update_inside_the_block_and_as_dict():
+    """What banking77's RunLog reads: ``update().as_dict()`` while the block is open."""
+    dev = torch_xla.device()
+    with XlaCounters() as c:
+        y = (torch.ones(17, device=dev) * 2).sum()  # noqa: F841 (a live tensor is what gets computed)
+        torch_xla.sync()
+        d = c.update().as_dict()
+    assert d["executions"] == 1 and d["compilations"] + d["cache_hits"] == 1 and "_start" not in d
+    assert str(c).startswith("compilations=") and "fallbacks={}" in str(c)

@@ -1,9 +1,7 @@
-"""The XLA-friendly masked loss: same value as the boolean-mask loss, one graph, no CPU fallback.
+"""Notebook 02's XLA-friendly masked loss (its cells tagged save): same value as the boolean-mask loss, one graph, no CPU fallback.
 
 torch / torch_xla are imported inside the tests (pytest may import TensorFlow test modules in the same run).
 """
-
-import pytest
 
 
 def _batches(torch, counts, seq=12, classes=5):
@@ -22,7 +20,7 @@ def test_masked_cross_entropy_equals_boolean_mask_and_ignore_index_on_cpu(xla):
     torch, _, _ = xla
     import torch.nn.functional as F
 
-    from tpu_helpers.xla_torch.losses import boolean_mask_cross_entropy, masked_cross_entropy
+    from tpu_helpers.xla_torch.lesson_cells import boolean_mask_cross_entropy, masked_cross_entropy
 
     for logits, labels in _batches(torch, [3, 9, 24]):
         ours = masked_cross_entropy(logits, labels)
@@ -33,7 +31,7 @@ def test_masked_cross_entropy_equals_boolean_mask_and_ignore_index_on_cpu(xla):
 
 def test_no_labelled_position_gives_zero_not_nan(xla):
     torch, _, _ = xla
-    from tpu_helpers.xla_torch.losses import masked_cross_entropy, masked_mean
+    from tpu_helpers.xla_torch.lesson_cells import masked_cross_entropy, masked_mean
 
     logits = torch.randn(2, 4, 3)
     labels = torch.full((2, 4), -100)
@@ -42,20 +40,10 @@ def test_no_labelled_position_gives_zero_not_nan(xla):
     assert masked_mean(torch.tensor([1.0, 2.0, 6.0]), torch.tensor([True, False, True])).item() == 3.5
 
 
-def test_bad_shapes_get_an_actionable_error(xla):
-    torch, _, _ = xla
-    from tpu_helpers.xla_torch.losses import LossInputError, masked_cross_entropy
-
-    with pytest.raises(LossInputError, match="without its last"):
-        masked_cross_entropy(torch.randn(2, 4, 3), torch.zeros(2, 5, dtype=torch.long))
-    with pytest.raises(LossInputError, match="labels.long"):
-        masked_cross_entropy(torch.randn(2, 3), torch.zeros(2))
-
-
 def test_on_xla_boolean_mask_falls_back_and_recompiles_masked_mean_compiles_once(xla):
     torch, torch_xla, _ = xla
     from tpu_helpers.xla_torch.counters import XlaCounters
-    from tpu_helpers.xla_torch.losses import boolean_mask_cross_entropy, masked_cross_entropy
+    from tpu_helpers.xla_torch.lesson_cells import boolean_mask_cross_entropy, masked_cross_entropy
 
     dev = torch_xla.device()
     counts = [4, 7, 11, 16]  # four distinct numbers of labelled positions, same batch shape
