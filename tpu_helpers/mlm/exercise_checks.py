@@ -27,8 +27,7 @@ from tpu_helpers.core.exercises import (
     short,
 )
 from tpu_helpers.core.frameworks import import_tensorflow
-from tpu_helpers.mlm.pipeline import MaskingSpec
-from tpu_helpers.mlm.shards import Manifest, ShardInfo, shard_name
+from tpu_helpers.mlm.lesson_cells import Manifest, MaskingSpec, ShardInfo, shard_name
 from tpu_helpers.xla_tf import compiler, counters
 from tpu_helpers.xla_tf.placement import on_xla_device
 

@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from tpu_helpers.mlm.corpus import EmptyCorpusError, ManifestError, ShardBlockSizeError, ShardError
+from tpu_helpers.mlm.corpus import ManifestError, ShardBlockSizeError, ShardError
 from tpu_helpers.mlm.shards import read_manifest, verify_shards, write_shards
 
 
@@ -39,15 +39,12 @@ def test_foreign_files_are_left_alone_and_reported(tf, tmp_path):
     assert (tmp_path / "my_own_data.tfrecord").read_bytes() == b"not ours"
 
 
-@pytest.mark.parametrize("bad, error", [([], EmptyCorpusError), (np.arange(10), ShardBlockSizeError),
-                                        ([blocks(3), blocks(3, width=4)], ShardBlockSizeError)])
-def test_a_failed_call_leaves_a_complete_folder_complete(tf, tmp_path, bad, error):
+@pytest.mark.parametrize("bad", [[], np.arange(10), np.zeros((0, 8), np.int32)])
+def test_a_failed_call_leaves_a_complete_folder_complete(tf, tmp_path, bad):
     write_shards(blocks(120), tmp_path, prefix="train", records_per_shard=100, progress=False)
     manifest = (tmp_path / "manifest.json").read_text()
-    with pytest.raises(error):
+    with pytest.raises(ShardBlockSizeError, match="non-empty 2-D"):
         write_shards(bad, tmp_path, prefix="train", records_per_shard=100, progress=False)
-    if error is ShardBlockSizeError and isinstance(bad, list):
-        return  # a stream that goes bad after its first shard: that shard was written, the folder is incomplete
     assert (tmp_path / "manifest.json").read_text() == manifest and verify_shards(tmp_path).all_ok
 
 
