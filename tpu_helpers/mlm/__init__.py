@@ -18,7 +18,7 @@ It follows the seed (HF blog "Training a language model with Transformers using 
 * **Chunking.** The seed groups texts per ``datasets.map`` batch of 1000 lines, so up to ``block_size - 1``
   tokens are dropped *per batch*, and empty WikiText lines become ``[CLS] [SEP]`` pairs. `BlockChunker` carries the remainder across
   batches (at most ``block_size - 1`` tokens are dropped in total, and counted) and `filter_lines` drops empty
-  lines first; an empty corpus is a clear `EmptyCorpusError`.
+  lines first; an empty corpus is a clear `ValueError`.
 * **Shards.** The seed recovers sample counts from file names only, writes shards in place (an interrupted run
   leaves a truncated file that looks complete), stores an all-ones ``attention_mask`` (twice the bytes), and
   tests ``"gs" in output_dir`` (true for ``logs/``). Here each shard is written to a local temporary file,

@@ -92,21 +92,17 @@ def distinct_top_guesses(results: Sequence[Sequence[dict[str, Any]]]) -> int:
 MAX_LOGITS = 2**28
 
 
-class HostBatchTooLargeError(ValueError):
-    """`masked_loss` was given more rows than it computes on the host at once: pass a few rows of the batch."""
-
-
 def masked_loss(model: Any, batch: dict, only_input: int | None = None, *, max_logits: int = MAX_LOGITS) -> float:
     """Mean cross-entropy (nats) of `model` at the labelled positions of an MLM batch (labels -100 elsewhere); with
     `only_input` (the ``<mask>`` id), only at the labelled positions whose input is that token. It runs the model
     eagerly, outside ``strategy.run``: a batch whose logits exceed `max_logits` values raises
-    `HostBatchTooLargeError` (pass a few rows, ``{k: v[:rows] for k, v in batch.items()}``)."""
+    `ValueError` (pass a few rows, ``{k: v[:rows] for k, v in batch.items()}``)."""
     labels = np.asarray(batch["labels"])
     rows, length = labels.shape
     vocab = int(getattr(getattr(model, "config", None), "vocab_size", 0) or 0)
     if vocab and rows * length * vocab > max_logits:
         fit = max(1, max_logits // (length * vocab))
-        raise HostBatchTooLargeError(
+        raise ValueError(
             f"masked_loss would compute {rows:,} x {length} x {vocab:,} = {rows * length * vocab:,} logits on the host "
             f"at once (more than {max_logits:,}): a global batch is too large for a check outside strategy.run. "
             f"Pass at most {fit:,} rows of it: {{k: v[:{fit}] for k, v in batch.items()}}.")

@@ -12,7 +12,6 @@ from tokenizers.models import Unigram
 from tokenizers.trainers import UnigramTrainer
 from transformers import PreTrainedTokenizerFast, RobertaConfig
 
-from tpu_helpers.mlm.errors import EmptyCorpusError, MLMDataError
 
 SPECIAL_TOKENS = ("<s>", "<pad>", "</s>", "<unk>", "<mask>")  # ids 0-4, RoBERTa's order
 # roberta-base's config.json (https://huggingface.co/FacebookAI/roberta-base/blob/main/config.json); RobertaConfig()'s
@@ -27,7 +26,7 @@ def train_unigram_tokenizer(texts, vocab_size, *, batch_size=1000, block_size=12
     """The seed's Unigram recipe with RoBERTa's special tokens, as a fast tokenizer; `texts`: strings or a Dataset."""
     lines = [t for t in (texts["text"] if hasattr(texts, "column_names") else texts) if t and t.strip()]
     if not lines:
-        raise EmptyCorpusError("train_unigram_tokenizer got no text (or only empty lines): check the corpus")
+        raise ValueError("train_unigram_tokenizer got no text (or only empty lines): check the corpus")
     tok = Tokenizer(Unigram())
     tok.normalizer = normalizers.Sequence([  # the seed's two, and WikiText's " @-@ ", " @,@ ", " @.@ "
         normalizers.Replace("``", '"'), normalizers.Replace("''", '"'),
@@ -67,7 +66,7 @@ def roberta_config(tokenizer, *, block_size=128, **sizes):
 
 
 def check_config_matches_tokenizer(config, tokenizer, *, block_size=128):
-    """Raise MLMDataError listing every way `config` disagrees with `tokenizer` (the seed's pad-id collision)."""
+    """Raise ValueError listing every way `config` disagrees with `tokenizer` (the seed's pad-id collision)."""
     problems = []
     if config.vocab_size < len(tokenizer):
         problems.append(f"vocab_size={config.vocab_size} but the tokenizer has {len(tokenizer)} tokens: ids "
@@ -85,7 +84,7 @@ def check_config_matches_tokenizer(config, tokenizer, *, block_size=128):
                             f"{block_size}-token blocks: RoBERTa positions start at pad_token_id+1, so it needs "
                             f">= {needed}")
     if problems:
-        raise MLMDataError("the model config does not match the tokenizer:\n  - " + "\n  - ".join(problems)
+        raise ValueError("the model config does not match the tokenizer:\n  - " + "\n  - ".join(problems)
                            + "\nFix: build it with roberta_config(tokenizer).")
 
 
@@ -96,7 +95,6 @@ from dataclasses import dataclass
 import numpy as np
 from tqdm.auto import tqdm
 
-from tpu_helpers.mlm.errors import CorpusTooSmallError
 
 
 @dataclass
@@ -155,14 +153,14 @@ def tokenize_and_chunk(corpus, tokenizer, *, block_size=128, batch_size=1000, pr
 
 
 def check_enough_blocks(stats, global_batch, *, characters=None):
-    """CorpusTooSmallError when the blocks do not fill one global batch, saying how much more text it needs."""
+    """ValueError when the blocks do not fill one global batch, saying how much more text it needs."""
     if stats.blocks >= global_batch:
         return
     need_tokens = global_batch * stats.block_size
     more = ""
     if characters and stats.tokens:
         more = f" (about {int(need_tokens * characters / stats.tokens):,} characters of text like this)"
-    raise CorpusTooSmallError(
+    raise ValueError(
         f"the corpus gives {stats.blocks:,} blocks of {stats.block_size} tokens ({stats.tokens:,} tokens), but one "
         f"global batch needs {global_batch:,} blocks: at least {need_tokens:,} tokens{more}. Add text, or lower "
         "PER_REPLICA_BATCH (the global batch is that times the number of replicas).")
@@ -182,7 +180,6 @@ import uuid
 import tensorflow as tf
 
 from tpu_helpers.core.tempdirs import course_temp_dir
-from tpu_helpers.mlm.errors import ManifestError, ShardBlockSizeError, ShardError
 
 FEATURE = "input_ids"  # one int64 list per record
 MANIFEST_NAME = "manifest.json"
@@ -230,20 +227,20 @@ class Manifest:
     def from_json(cls, text):
         d = json.loads(text)
         if not isinstance(d, dict) or d.get("format") != MANIFEST_FORMAT:
-            raise ManifestError("not a tpu-course shard manifest")
+            raise RuntimeError("not a tpu-course shard manifest")
         d.pop("total_records", None), d.pop("total_tokens", None)  # (totals: derived, not stored)
         return cls(**{**d, "shards": [ShardInfo(**s) for s in d["shards"]]})
 
 
 def read_manifest(folder):
-    """The folder's manifest; ManifestError if it is missing or unreadable."""
+    """The folder's manifest; RuntimeError if it is missing or unreadable."""
     path = posixpath.join(str(folder).rstrip("/"), MANIFEST_NAME)
     if not tf.io.gfile.exists(path):
-        raise ManifestError(f"no {MANIFEST_NAME} in {folder}: write the shards with write_shards()")
+        raise RuntimeError(f"no {MANIFEST_NAME} in {folder}: write the shards with write_shards()")
     try:
         return Manifest.from_json(tf.io.gfile.GFile(path).read())
     except (ValueError, KeyError, TypeError) as e:
-        raise ManifestError(f"{path} is not a valid manifest ({e}); rerun write_shards() to rebuild it") from None
+        raise RuntimeError(f"{path} is not a valid manifest ({e}); rerun write_shards() to rebuild it") from None
 
 
 def write_atomic(local_file, final):
@@ -285,7 +282,7 @@ def write_shards(blocks, out_dir, *, prefix="train", records_per_shard=1000, met
     """Write `blocks` (records x block_size) as TFRecord shards plus a manifest; a re-run skips what verifies."""
     blocks = np.asarray(blocks)
     if blocks.ndim != 2 or not len(blocks):
-        raise ShardBlockSizeError(f"blocks must be a non-empty 2-D array (records, block_size); got {blocks.shape}")
+        raise ValueError(f"blocks must be a non-empty 2-D array (records, block_size); got {blocks.shape}")
     if records_per_shard < 1:
         raise ValueError("records_per_shard must be positive")
     out_dir, start = str(out_dir).rstrip("/"), time.perf_counter()
@@ -295,10 +292,10 @@ def write_shards(blocks, out_dir, *, prefix="train", records_per_shard=1000, met
     if tf.io.gfile.exists(manifest_path):
         try:
             old = read_manifest(out_dir)
-        except ManifestError:
+        except RuntimeError:
             old = None  # unreadable: this run rebuilds it
         if old is not None and old.prefix != prefix and old.shards:
-            raise ShardError(f"{out_dir} already holds the {old.prefix!r} shards of another write: write each split "
+            raise RuntimeError(f"{out_dir} already holds the {old.prefix!r} shards of another write: write each split "
                              f"into its own folder, e.g. {posixpath.join(out_dir, prefix)}")
         previous = {s.name: s for s in old.shards} if old is not None else {}
     manifest = Manifest(blocks.shape[1], records_per_shard, prefix, metadata=dict(metadata or {}))
@@ -404,16 +401,16 @@ def shard_files(folder, block_size):
     """The folder's shards and their record count, checked against its manifest (complete, block size, names)."""
     manifest = read_manifest(folder)
     if not manifest.complete:
-        raise ManifestError(f"the manifest in {folder} is incomplete: the run writing these shards was interrupted. "
+        raise RuntimeError(f"the manifest in {folder} is incomplete: the run writing these shards was interrupted. "
                             "Rerun write_shards() to finish them.")
     if manifest.block_size != block_size:
-        raise ShardBlockSizeError(f"the shards in {folder} hold {manifest.block_size}-token blocks but the pipeline "
+        raise ValueError(f"the shards in {folder} hold {manifest.block_size}-token blocks but the pipeline "
                                   f"expects {block_size}: rewrite them with blocks of {block_size}, or use "
                                   f"block_size={manifest.block_size} here (and in the model).")
     files = sorted(tf.io.gfile.glob(posixpath.join(str(folder).rstrip("/"), "*.tfrecord")))
     names, listed = [posixpath.basename(f) for f in files], [s.name for s in manifest.shards]
     if sorted(names) != sorted(listed):
-        raise ManifestError(f"the files in {folder} do not match its manifest: not listed "
+        raise RuntimeError(f"the files in {folder} do not match its manifest: not listed "
                             f"{sorted(set(names) - set(listed))[:5]}, missing {sorted(set(listed) - set(names))[:5]}. "
                             "Rerun write_shards() into a clean folder.")
     return files, manifest.total_records
@@ -430,7 +427,7 @@ def make_mlm_dataset(folder, spec, *, batch_size, block_size=128, shuffle=True, 
         raise ValueError("labels must be 'dict' or 'tuple'")
     files, total = shard_files(folder, block_size)
     if total < batch_size:
-        raise ShardError(f"{total} records cannot fill one batch of {batch_size}: write more data, or a smaller batch")
+        raise RuntimeError(f"{total} records cannot fill one batch of {batch_size}: write more data, or a smaller batch")
     autotune = tf.data.AUTOTUNE
     records = tf.data.Dataset.list_files(files, shuffle=shuffle, seed=seed).interleave(
         tf.data.TFRecordDataset, cycle_length=min(8, len(files)), num_parallel_calls=autotune,

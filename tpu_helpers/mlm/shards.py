@@ -9,7 +9,6 @@ import struct
 from dataclasses import dataclass
 
 from tpu_helpers.core.frameworks import import_tensorflow
-from tpu_helpers.mlm.errors import ShardVerificationError
 from tpu_helpers.mlm.lesson_cells import (  # noqa: F401
     FEATURE,
     MANIFEST_NAME,
@@ -34,15 +33,15 @@ def _join(base: str, name: str) -> str:
 
 
 def count_tfrecords(data: bytes) -> int:
-    """Count the records in TFRecord bytes by walking the framing; `ShardVerificationError` if truncated."""
+    """Count the records in TFRecord bytes by walking the framing; `RuntimeError` if truncated."""
     pos, count, n = 0, 0, len(data)
     while pos < n:
         if pos + 12 > n:
-            raise ShardVerificationError(f"truncated record header at byte {pos} of {n}")
+            raise RuntimeError(f"truncated record header at byte {pos} of {n}")
         (length,) = struct.unpack_from("<Q", data, pos)
         end = pos + 12 + length + 4
         if end > n:
-            raise ShardVerificationError(f"record {count} needs {end} bytes, the file has {n}: truncated")
+            raise RuntimeError(f"record {count} needs {end} bytes, the file has {n}: truncated")
         pos, count = end, count + 1
     return count
 
@@ -60,7 +59,7 @@ class VerifyReport:
 
     def raise_for_problems(self) -> None:
         if self.problems:
-            raise ShardVerificationError(f"{len(self.problems)} problem(s) in {self.shard_dir}:\n  - "
+            raise RuntimeError(f"{len(self.problems)} problem(s) in {self.shard_dir}:\n  - "
                                          + "\n  - ".join(self.problems)
                                          + "\nFix: rerun write_shards() (it rewrites only what does not verify).")
 
@@ -104,7 +103,7 @@ def verify_shards(shard_dir: str | os.PathLike[str], *, deep: bool = True) -> Ve
                 continue
             try:
                 n = count_tfrecords(data)
-            except ShardVerificationError as e:
+            except RuntimeError as e:
                 problems.append(f"{info.name}: {e}")
                 continue
             if n != info.records or records_in_name(info.name) not in (None, n):

@@ -7,7 +7,6 @@ import struct
 import numpy as np
 import pytest
 
-from tpu_helpers.mlm.corpus import ManifestError, ShardVerificationError
 from tpu_helpers.mlm.shards import Manifest, ShardInfo, count_tfrecords, records_in_name, shard_name
 from tpu_helpers.mlm.tokenizer import BlockChunker
 
@@ -84,7 +83,7 @@ def test_count_tfrecords_detects_truncation():
     assert count_tfrecords(b"") == 0
     assert count_tfrecords(data[:26]) == 1  # a whole first record (8 + 4 + 10 + 4 bytes)
     for cut in (1, 11, 17, len(data) - 1):  # inside a header, inside a payload, the last CRC
-        with pytest.raises(ShardVerificationError, match="truncated"):
+        with pytest.raises(RuntimeError, match="truncated"):
             count_tfrecords(data[:cut])
 
 
@@ -95,14 +94,13 @@ def test_manifest_round_trip():
     d = json.loads(m.to_json())
     assert d["total_records"] == 3
     assert Manifest.from_json(m.to_json()) == m
-    with pytest.raises(ManifestError):
+    with pytest.raises(RuntimeError):
         Manifest.from_json(json.dumps({**d, "format": "something-else"}))
 
 
 @pytest.mark.parametrize("texts", [[], ["", "   ", "\n"]])
 def test_a_tokenizer_of_nothing_is_refused(texts):
-    from tpu_helpers.mlm.corpus import EmptyCorpusError
     from tpu_helpers.mlm.tokenizer import train_unigram_tokenizer
 
-    with pytest.raises(EmptyCorpusError, match="no text"):
+    with pytest.raises(ValueError, match="no text"):
         train_unigram_tokenizer(texts, 100)
