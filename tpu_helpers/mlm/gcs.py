@@ -1,17 +1,7 @@
-"""Google Cloud Storage checks with clear errors, through TensorFlow's own ``gs://`` filesystem.
-
-What a learner hits when putting training data in a bucket, each a ValueError (a path) or RuntimeError (a location)
-whose message says what to do: a local path or the loopback emulator where a legacy **TPU Node** needs a real
-``gs://`` bucket; **no credentials**; **Google Cloud Storage unreachable** (one 5 s probe instead of TensorFlow's
-retries); the **bucket missing**; the bucket **not readable or writable** (which IAM role, which service account).
-
-`check_bucket` runs them in that order and writes (then deletes) one small probe object, so the check proves
-exactly what training will do. The credential lookup mirrors TensorFlow's ``GoogleAuthProvider``
-(``xla/tsl/platform/cloud/google_auth_provider.cc``): ``GOOGLE_AUTH_TOKEN_FOR_TESTING``, then the file named by
-``GOOGLE_APPLICATION_CREDENTIALS``, then gcloud's application-default credentials file, then the GCE metadata
-server (a Cloud TPU VM's service account) unless ``NO_GCE_CHECK=true``. TensorFlow itself does not fail when
-none is found: it sends anonymous requests and the bucket answers 401/403, which is why this check exists.
-"""
+"""Google Cloud Storage checks through TensorFlow's own ``gs://`` client, each failure a ValueError (a path) or a
+RuntimeError (a location) saying what to do: a TPU Node given a local path or the loopback emulator, no credentials
+(looked up in TensorFlow's order, ``GoogleAuthProvider``: TensorFlow itself would send anonymous requests), Cloud
+Storage unreachable (one 5 s probe), the bucket missing, not readable or not writable (which IAM role)."""
 from __future__ import annotations
 
 import os
@@ -45,7 +35,7 @@ def looks_like_gcs(path: str | os.PathLike[str]) -> bool:
 
 
 def split_gcs_path(url: str | os.PathLike[str]) -> tuple[str, str]:
-    """``"gs://bucket/a/b"`` -> ``("bucket", "a/b")``; `ValueError` (a ``ValueError``) for anything else,
+    """``"gs://bucket/a/b"`` -> ``("bucket", "a/b")``; a `ValueError` for anything else,
     a bucket name Cloud Storage would refuse included."""
     url = str(url)
     expected = "expected gs://BUCKET/optional/prefix"

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from course_support.mlm import crash_at_record
 
-from tpu_helpers.mlm import lesson_cells
 from tpu_helpers.mlm.baselines import to_tf_dataset_baseline
 from tpu_helpers.mlm.corpus import filter_lines, load_corpus
 from tpu_helpers.mlm.pipeline import MaskingSpec, make_mlm_dataset, mask_tokens, shard_files, show_masked_example
@@ -164,19 +164,6 @@ def test_shards_manifest_verify_and_rerun(chunked, tmp_path):
     fewer = _write(blocks[:100], out)
     assert fewer.written == ["train-00001-36.tfrecord"] and fewer.skipped == names[:1]
     assert sorted(fewer.removed) == names[1:] and verify_shards(out).all_ok
-
-
-def crash_at_record(monkeypatch, n):
-    """The process dies while serialising record `n` (counted from 0): a crash in the middle of a shard."""
-    calls, serialize = [], lesson_cells.serialize
-
-    def crashing(row):
-        calls.append(1)
-        if len(calls) > n:
-            raise KeyboardInterrupt("simulated crash")
-        return serialize(row)
-
-    monkeypatch.setattr(lesson_cells, "serialize", crashing)
 
 
 def test_interrupted_write_leaves_no_shard_that_looks_complete(tf, chunked, tmp_path, monkeypatch):
