@@ -65,15 +65,9 @@ def per_record_baseline(folder: str, spec: MaskingSpec, *, batch_size: int, bloc
 
 def compare_pipelines(pipelines: Mapping[str, Callable[[], Any]], *, rounds: int = 3, seconds: float = 1.0,
                       warmup_steps: int = 3, progress: bool = False) -> Benchmark:
-    """Measure the samples/s of several ``tf.data`` pipelines in one run, interleaved so that a slow moment of a
-    shared machine hits every candidate alike.
-
-    `pipelines`: name -> a function that builds the dataset (it must not run out: use ``repeat``). Each is built
-    once, its first `warmup_steps` batches (shuffle buffers filling, functions tracing) are not timed, then every
-    round iterates each pipeline for about `seconds` and records samples/s. Elements are dicts with
-    ``input_ids`` or ``(inputs, labels)`` tuples. Returns a `tpu_helpers.core.timing.Benchmark` (baseline: the
-    slowest pipeline).
-    """
+    """samples/s of several ``tf.data`` pipelines (name -> a function building one that does not run out), each built
+    once, `warmup_steps` batches untimed, then measured in interleaved rounds of about `seconds` each, so that a slow
+    moment of a shared machine hits every candidate alike; a `Benchmark` whose baseline is the slowest."""
     iterators: dict[str, Any] = {}
     batch = 0
     for name, make in pipelines.items():
