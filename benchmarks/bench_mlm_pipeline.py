@@ -4,7 +4,7 @@
   ``DataCollatorForLanguageModeling`` (NumPy masking called through ``tf.py_function``: Python per batch);
 * ``per-record parse, then batch``: TFRecord shards, ``tf.io.parse_single_example`` per record, then batch and
   mask (transformers' ``examples/tensorflow/language-modeling-tpu/run_mlm.py``);
-* ``batch, then parse_example``: the course's `tpu_helpers.mlm.pipeline.make_mlm_dataset`: batch the serialized
+* ``batch, then parse_example``: notebook 04's `make_mlm_dataset` (`tpu_helpers.mlm.lesson_cells`): batch the serialized
   records first, one ``tf.io.parse_example`` per batch, TF-native masking.
 
 The same 20,000 blocks of 128 random ids (``--quick``: 4,000), batch 64, the same masking statistics; each
@@ -31,7 +31,7 @@ def word_level_tokenizer(vocab_size: int = VOCAB):
     from tokenizers.models import WordLevel
     from transformers import PreTrainedTokenizerFast
 
-    from tpu_helpers.mlm.tokenizer import SPECIAL_TOKENS
+    from tpu_helpers.mlm.lesson_cells import SPECIAL_TOKENS
 
     vocab = {t: i for i, t in enumerate(SPECIAL_TOKENS)}
     vocab.update({f"w{i}": i for i in range(len(SPECIAL_TOKENS), vocab_size)})
@@ -47,9 +47,7 @@ def run(quick: bool) -> Benchmark:
     import numpy as np
 
     from tpu_helpers.mlm.baselines import compare_pipelines, per_record_baseline, to_tf_dataset_baseline
-    from tpu_helpers.mlm.pipeline import MaskingSpec, make_mlm_dataset
-    from tpu_helpers.mlm.shards import write_shards
-    from tpu_helpers.mlm.tokenizer import SPECIAL_TOKENS
+    from tpu_helpers.mlm.lesson_cells import SPECIAL_TOKENS, MaskingSpec, make_mlm_dataset, write_shards
 
     records = 4_000 if quick else 20_000
     rounds, seconds = (2, 0.5) if quick else (5, 2.0)

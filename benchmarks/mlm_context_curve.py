@@ -52,9 +52,14 @@ def main(argv: list[str] | None = None) -> None:
 
     from tpu_helpers.mlm.claims import masked_loss, scramble_context, unigram_entropy
     from tpu_helpers.mlm.corpus import filter_lines, load_corpus
-    from tpu_helpers.mlm.pipeline import MaskingSpec, make_mlm_dataset
-    from tpu_helpers.mlm.shards import write_shards
-    from tpu_helpers.mlm.tokenizer import roberta_config, tokenize_and_chunk, train_unigram_tokenizer
+    from tpu_helpers.mlm.lesson_cells import (
+        MaskingSpec,
+        make_mlm_dataset,
+        roberta_config,
+        tokenize_and_chunk,
+        train_unigram_tokenizer,
+        write_shards,
+    )
 
     corpus = filter_lines(load_corpus(a.corpus, max_lines=a.max_lines, offline_max_chars=1_000_000, verbose=False))
     tokenizer = train_unigram_tokenizer(corpus.dataset, a.vocab, block_size=a.block)

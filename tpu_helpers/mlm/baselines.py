@@ -3,15 +3,13 @@ and the interleaved timing that compares them (also used by benchmarks/bench_mlm
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
 from tpu_helpers.core.frameworks import import_tensorflow
 from tpu_helpers.core.timing import Benchmark, Candidate
-from tpu_helpers.mlm.pipeline import MaskingSpec, mask_tokens
-from tpu_helpers.mlm.shards import FEATURE, inspect_shards
-from tpu_helpers.mlm.tokenizer import BLOCK_SIZE
+from tpu_helpers.mlm.lesson_cells import FEATURE, MaskingSpec, mask_tokens, shard_files
 
 
 def to_tf_dataset_baseline(blocks: np.ndarray, tokenizer: Any, *, batch_size: int, mlm_probability: float = 0.15,
@@ -29,9 +27,9 @@ def to_tf_dataset_baseline(blocks: np.ndarray, tokenizer: Any, *, batch_size: in
 
 
 
-def per_record_baseline(shards: str | Sequence[str], spec: MaskingSpec, *, batch_size: int,
-                        block_size: int = BLOCK_SIZE, shuffle: bool = True, shuffle_buffer: int = 10_000,
-                        mlm_probability: float = 0.15, repeat: bool = False, manifest: bool = True):
+def per_record_baseline(folder: str, spec: MaskingSpec, *, batch_size: int, block_size: int = 128,
+                        shuffle: bool = True, shuffle_buffer: int = 10_000, mlm_probability: float = 0.15,
+                        repeat: bool = False):
     """The comparison pipeline of the seed's script: parse one record at a time, then batch.
 
     ``prepare_dataset`` in transformers' ``examples/tensorflow/language-modeling-tpu/run_mlm.py``: file list ->
@@ -43,13 +41,13 @@ def per_record_baseline(shards: str | Sequence[str], spec: MaskingSpec, *, batch
     form of `make_mlm_dataset`.
     """
     tf = import_tensorflow()
-    info = inspect_shards(shards, block_size=block_size, manifest=manifest)
+    names, total = shard_files(folder, block_size)
     autotune = tf.data.AUTOTUNE
-    files = tf.data.Dataset.from_tensor_slices(info.files)
+    files = tf.data.Dataset.from_tensor_slices(names)
     if shuffle:
-        files = files.shuffle(len(info.files))
+        files = files.shuffle(len(names))
     records = tf.data.TFRecordDataset(files, num_parallel_reads=autotune)
-    records = records.apply(tf.data.experimental.assert_cardinality(info.total_records))
+    records = records.apply(tf.data.experimental.assert_cardinality(total))
     features = {FEATURE: tf.io.FixedLenFeature([block_size], tf.int64)}
     rows = records.map(lambda r: tf.cast(tf.io.parse_single_example(r, features)[FEATURE], tf.int32),
                        num_parallel_calls=autotune)
@@ -67,15 +65,9 @@ def per_record_baseline(shards: str | Sequence[str], spec: MaskingSpec, *, batch
 
 def compare_pipelines(pipelines: Mapping[str, Callable[[], Any]], *, rounds: int = 3, seconds: float = 1.0,
                       warmup_steps: int = 3, progress: bool = False) -> Benchmark:
-    """Measure the samples/s of several ``tf.data`` pipelines in one run, interleaved so that a slow moment of a
-    shared machine hits every candidate alike.
-
-    `pipelines`: name -> a function that builds the dataset (it must not run out: use ``repeat``). Each is built
-    once, its first `warmup_steps` batches (shuffle buffers filling, functions tracing) are not timed, then every
-    round iterates each pipeline for about `seconds` and records samples/s. Elements are dicts with
-    ``input_ids`` or ``(inputs, labels)`` tuples. Returns a `tpu_helpers.core.timing.Benchmark` (baseline: the
-    slowest pipeline).
-    """
+    """samples/s of several ``tf.data`` pipelines (name -> a function building one that does not run out), each built
+    once, `warmup_steps` batches untimed, then measured in interleaved rounds of about `seconds` each, so that a slow
+    moment of a shared machine hits every candidate alike; a `Benchmark` whose baseline is the slowest."""
     iterators: dict[str, Any] = {}
     batch = 0
     for name, make in pipelines.items():

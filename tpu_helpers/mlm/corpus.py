@@ -1,7 +1,6 @@
 """The corpus of notebook 04: WikiText from the Hub; offline, the Python docs' prose or generated text; or the
-learner's own text (`tpu_helpers.mlm.sources`, which also holds the `Corpus` type); its summary and the filter. The
-errors of the whole MLM data path live in `tpu_helpers.mlm.errors` and are re-exported here. Framework-free at
-import."""
+learner's own text (`tpu_helpers.mlm.sources`, which also holds the `Corpus` type); its summary and the filter. Framework-free
+at import."""
 from __future__ import annotations
 
 import dataclasses
@@ -14,18 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
-from tpu_helpers.core.hub import hub_access, hub_offline, hub_reachable, pinned_revision
+from tpu_helpers.core.hub import HubUnavailableError, hub_access, hub_offline, hub_reachable, pinned_revision
 from tpu_helpers.mlm import sources
-from tpu_helpers.mlm.errors import (  # noqa: F401  (re-exported: notebook 04 and the tests import them from here)
-    CorpusTooSmallError,
-    CorpusUnavailableError,
-    EmptyCorpusError,
-    ManifestError,
-    MLMDataError,
-    ShardBlockSizeError,
-    ShardError,
-    ShardVerificationError,
-)
 from tpu_helpers.mlm.sources import Corpus
 from tpu_helpers.shared import synthetic_text
 
@@ -35,14 +24,13 @@ def load_wikitext(split: str = "train", *, config: str = "wikitext-103-raw-v1", 
     """WikiText-103 raw (the seed's corpus) through ``datasets.load_dataset``; needs the Hub or its cache.
 
     ``Salesforce/wikitext`` is the Hub's script-free (parquet) home of the seed's ``wikitext`` dataset.
-    Offline and not cached: `CorpusUnavailableError` with what to do, not a traceback.
+    Offline and not cached: `RuntimeError` with what to do, not a traceback.
     """
     import datasets
 
-    # one 5 s probe; offline, the cache only; any failure: one CorpusUnavailableError (tpu_helpers.core.hub)
+    # one 5 s probe; offline, the cache only; any failure: one RuntimeError (tpu_helpers.core.hub)
     with hub_access(f"{repo} ({config}, split {split!r})", "Use an offline corpus (CORPUS='python-docs', real "
-                    "English, or 'offline', generated), or run once with network access so that datasets caches it.",
-                    error=CorpusUnavailableError):
+                    "English, or 'offline', generated), or run once with network access so that datasets caches it."):
         ds = datasets.load_dataset(repo, config, split=split, revision=pinned_revision(repo))
     if max_lines is not None:
         ds = ds.select(range(min(max_lines, len(ds))))
@@ -156,7 +144,7 @@ def _load_builtin(kind: str, split: str, *, max_lines: int | None, offline_max_c
     if kind == "wikitext" or (kind == "auto" and not hub_offline()):
         try:
             corpus = load_wikitext(split, max_lines=max_lines)
-        except CorpusUnavailableError as e:
+        except HubUnavailableError as e:
             if kind == "wikitext":
                 raise
             if verbose:
@@ -206,7 +194,7 @@ def summarize_corpus(corpus: Corpus) -> CorpusSummary:
 
     texts = corpus.dataset["text"]
     if not texts:
-        raise EmptyCorpusError(f"{corpus.name} has no line")
+        raise ValueError(f"{corpus.name} has no line")
     lengths = np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))
     chars = int(lengths.sum())
     joined = "".join(texts)
@@ -226,7 +214,7 @@ def filter_lines(corpus: Corpus, *, min_chars: int = 1, num_proc: int | None = N
     ds = corpus.dataset.filter(lambda batch: [len(t.strip()) >= min_chars for t in batch["text"]], batched=True,
                                num_proc=num_proc, desc="filtering lines")
     if len(ds) == 0:
-        raise EmptyCorpusError(
+        raise ValueError(
             f"no text left in {corpus.name}: all {before:,} lines are shorter than {min_chars} characters after "
             "stripping. Lower min_chars, or check the corpus (a wrong split, or max_lines too small?).")
     return dataclasses.replace(corpus, dataset=ds)

@@ -1,18 +1,6 @@
-"""Self-checks for notebook 04's exercises (a RoBERTa masked LM from scratch in TensorFlow).
-
-Each check runs the learner's function on inputs it builds itself and tests what the function *does*, never
-its source text:
-
-* `check_mask_batch`: ``mask_batch(input_ids, spec)`` masks a batch with TF ops: compiled with
-  ``jit_compile=True`` its outputs have the input's static shape; on 512 x 128 tokens about 15 % of the
-  non-special tokens are selected, 80 / 10 / 10 of them become ``<mask>`` / a random regular token / stay;
-  special tokens are never selected nor drawn as replacements; labels are the original id where selected and
-  -100 elsewhere; the next call draws new positions.
-* `check_epoch_plan`: ``epoch_plan(manifest, global_batch)`` returns ``(total_records, steps_per_epoch)`` from
-  a shard manifest, on manifests whose last shard is short and on the notebook's own manifest.
-* `check_masked_accuracy`: ``masked_accuracy(labels, logits)`` is the accuracy over the positions whose label
-  is not -100 (0.0 when there is none), compiled by XLA with static shapes only.
-"""
+"""Self-checks for notebook 04's exercises: each runs the learner's function on inputs it builds and tests what the
+function does (`check_epoch_plan`, `check_mask_batch` under ``jit_compile=True``, `check_masked_accuracy` compiled by
+XLA), naming the slip it finds."""
 from __future__ import annotations
 
 from typing import Callable
@@ -27,8 +15,7 @@ from tpu_helpers.core.exercises import (
     short,
 )
 from tpu_helpers.core.frameworks import import_tensorflow
-from tpu_helpers.mlm.pipeline import MaskingSpec
-from tpu_helpers.mlm.shards import Manifest, ShardInfo, shard_name
+from tpu_helpers.mlm.lesson_cells import Manifest, MaskingSpec, ShardInfo, shard_name
 from tpu_helpers.xla_tf import compiler, counters
 from tpu_helpers.xla_tf.placement import on_xla_device
 

@@ -1,25 +1,7 @@
-"""Google Cloud Storage checks with clear errors, through TensorFlow's own ``gs://`` filesystem.
-
-What a learner hits when putting training data in a bucket, each with its own exception and the fix:
-
-* a local path where a legacy **TPU Node** needs ``gs://`` (the TPU is another machine: it reads data from
-  memory it is sent or from GCS, never from this VM's disk) -> `NeedsGCSPathError`;
-* the local emulator on a TPU Node (the Node reads ``gs://`` itself, from Google's network, and cannot see an
-  emulator on this machine's loopback) -> `EmulatorOnTPUNodeError`;
-* **no credentials** -> `NoCredentialsError` (how to log in on Colab, Kaggle, a Cloud TPU VM or a laptop);
-* **Google Cloud Storage cannot be reached** (offline, DNS, a proxy refusing it) -> `GCSUnreachableError` after
-  one 5 s probe, instead of TensorFlow's retries and a raw libcurl message;
-* the **bucket is missing** -> `BucketNotFoundError` (how to create it);
-* the bucket exists but **cannot be read or written** -> `BucketNotReadableError` / `BucketNotWritableError`
-  (which IAM role, and on a TPU Node which service account, needs access).
-
-`check_bucket` runs them in that order and writes (then deletes) one small probe object, so the check proves
-exactly what training will do. The credential lookup mirrors TensorFlow's ``GoogleAuthProvider``
-(``xla/tsl/platform/cloud/google_auth_provider.cc``): ``GOOGLE_AUTH_TOKEN_FOR_TESTING``, then the file named by
-``GOOGLE_APPLICATION_CREDENTIALS``, then gcloud's application-default credentials file, then the GCE metadata
-server (a Cloud TPU VM's service account) unless ``NO_GCE_CHECK=true``. TensorFlow itself does not fail when
-none is found: it sends anonymous requests and the bucket answers 401/403, which is why this check exists.
-"""
+"""Google Cloud Storage checks through TensorFlow's own ``gs://`` client, each failure a ValueError (a path) or a
+RuntimeError (a location) saying what to do: a TPU Node given a local path or the loopback emulator, no credentials
+(looked up in TensorFlow's order, ``GoogleAuthProvider``: TensorFlow itself would send anonymous requests), Cloud
+Storage unreachable (one 5 s probe), the bucket missing, not readable or not writable (which IAM role)."""
 from __future__ import annotations
 
 import os
@@ -35,47 +17,6 @@ from typing import Mapping
 
 from tpu_helpers.core.network import why_unreachable
 from tpu_helpers.core.runtime import Runtime, detect_runtime
-
-__all__ = ["GCSError", "NeedsGCSPathError", "EmulatorOnTPUNodeError", "NoCredentialsError", "GCSUnreachableError",
-           "BucketNotFoundError", "BucketNotReadableError", "BucketNotWritableError", "BucketCheck",
-           "is_gcs_path", "split_gcs_path", "join", "require_gcs_path", "using_emulator", "find_credentials",
-           "check_bucket"]
-
-
-class GCSError(RuntimeError):
-    """Base class: a storage location is not usable; the message says how to fix it."""
-
-
-class NeedsGCSPathError(GCSError, ValueError):
-    """A local path where the TPU (a legacy TPU Node) can only read ``gs://``."""
-
-
-class InvalidGCSPathError(GCSError, ValueError):
-    """Something that starts with ``gs:`` but is not a ``gs://BUCKET/prefix`` URL with a valid bucket name."""
-
-
-class EmulatorOnTPUNodeError(GCSError):
-    """The local GCS emulator cannot serve a TPU Node."""
-
-
-class NoCredentialsError(GCSError):
-    """No Google Cloud credentials: requests would be anonymous."""
-
-
-class GCSUnreachableError(GCSError):
-    """Google Cloud Storage did not answer (no network, DNS, a proxy refusing it)."""
-
-
-class BucketNotFoundError(GCSError):
-    """The bucket does not exist."""
-
-
-class BucketNotReadableError(GCSError):
-    """The bucket exists (or may exist) but these credentials may not read it."""
-
-
-class BucketNotWritableError(GCSError):
-    """The bucket can be read but not written with these credentials."""
 
 
 def is_gcs_path(path: str | os.PathLike[str]) -> bool:
@@ -94,18 +35,18 @@ def looks_like_gcs(path: str | os.PathLike[str]) -> bool:
 
 
 def split_gcs_path(url: str | os.PathLike[str]) -> tuple[str, str]:
-    """``"gs://bucket/a/b"`` -> ``("bucket", "a/b")``; `InvalidGCSPathError` (a ``ValueError``) for anything else,
+    """``"gs://bucket/a/b"`` -> ``("bucket", "a/b")``; a `ValueError` for anything else,
     a bucket name Cloud Storage would refuse included."""
     url = str(url)
     expected = "expected gs://BUCKET/optional/prefix"
     if not url.startswith("gs://"):
         fix = f"write it as gs://{url[3:].lstrip('/')}" if looks_like_gcs(url) else expected
-        raise InvalidGCSPathError(f"not a gs:// URL: {url!r} ({fix})")
+        raise ValueError(f"not a gs:// URL: {url!r} ({fix})")
     bucket, _, prefix = url[5:].partition("/")
     if not bucket:
-        raise InvalidGCSPathError(f"no bucket in {url!r} ({expected})")
+        raise ValueError(f"no bucket in {url!r} ({expected})")
     if not _BUCKET_RE.match(bucket) or ".." in bucket or any(len(part) > 63 for part in bucket.split(".")):
-        raise InvalidGCSPathError(
+        raise ValueError(
             f"{bucket!r} is not a valid bucket name: 3-63 characters, lower-case letters, digits, '-', '_' and '.', "
             "starting and ending with a letter or digit (https://cloud.google.com/storage/docs/buckets#naming)")
     return bucket, prefix.strip("/")
@@ -127,20 +68,20 @@ def require_gcs_path(path: str | os.PathLike[str], runtime: Runtime | None = Non
                      env: Mapping[str, str] | None = None) -> str:
     """Return `path` unchanged, or raise when this runtime's TPU could not read it.
 
-    On a legacy TPU Node a local path raises `NeedsGCSPathError`, and a ``gs://`` path served by the local
-    emulator raises `EmulatorOnTPUNodeError`. Elsewhere (TPU VM, GPU, CPU) local paths are fine.
+    On a legacy TPU Node a local path raises `ValueError`, and a ``gs://`` path served by the local
+    emulator raises `RuntimeError`. Elsewhere (TPU VM, GPU, CPU) local paths are fine.
     """
     runtime = runtime or detect_runtime(env)
     path = str(path)
     if runtime.is_tpu_node:
         if not is_gcs_path(path):
-            raise NeedsGCSPathError(
+            raise ValueError(
                 f"{what} is at the local path {path!r}, but this runtime's TPU is a TPU Node ({runtime.tpu_address}): "
                 "a separate machine that reads training data from gs:// (or from tensors sent with the graph), "
                 "never from this VM's disk. Put it in a bucket, e.g. write_shards(..., 'gs://YOUR_BUCKET/mlm/train'), "
                 "and give the TPU's service account read access. (On a TPU VM local paths work.)")
         if using_emulator(env):
-            raise EmulatorOnTPUNodeError(
+            raise RuntimeError(
                 f"{what} is in the local GCS emulator, but a TPU Node reads gs:// itself from Google's network and "
                 "cannot reach this machine's 127.0.0.1. Stop the emulator (gcs.stop(), then restart the kernel) and "
                 "use a real bucket.")
@@ -195,7 +136,7 @@ def _login_hint(runtime: Runtime) -> str:
 def find_credentials(env: Mapping[str, str] | None = None, *, home: str | os.PathLike[str] | None = None,
                      runtime: Runtime | None = None, check_metadata: bool = True,
                      metadata_timeout: float = 1.0) -> str:
-    """Say where TensorFlow will get its GCS token from, in TensorFlow's order; `NoCredentialsError` if nowhere."""
+    """Say where TensorFlow will get its GCS token from, in TensorFlow's order; `RuntimeError` if nowhere."""
     env = os.environ if env is None else env
     home = Path(home) if home is not None else Path.home()
     if env.get("GOOGLE_AUTH_TOKEN_FOR_TESTING"):
@@ -206,14 +147,14 @@ def find_credentials(env: Mapping[str, str] | None = None, *, home: str | os.Pat
     if named:
         if Path(named).is_file():
             return f"the credentials file GOOGLE_APPLICATION_CREDENTIALS={named}"
-        raise NoCredentialsError(f"GOOGLE_APPLICATION_CREDENTIALS={named} but there is no such file: fix the path "
+        raise RuntimeError(f"GOOGLE_APPLICATION_CREDENTIALS={named} but there is no such file: fix the path "
                                  f"or unset it; then {_login_hint(runtime)}.")
     adc = _adc_file(env, home)
     if adc.is_file():
         return f"gcloud application-default credentials ({adc})"
     if str(env.get("NO_GCE_CHECK", "")).lower() != "true" and check_metadata and _metadata_server_answers(metadata_timeout):
         return "this VM's service account (GCE metadata server)"
-    raise NoCredentialsError(
+    raise RuntimeError(
         "no Google Cloud credentials found (TensorFlow would send anonymous requests, and a private bucket answers "
         f"401/403). Fix: {_login_hint(runtime)}.")
 
@@ -260,7 +201,7 @@ def check_bucket(url: str | os.PathLike[str], *, write: bool = True, runtime: Ru
     if not is_gcs_path(url):
         tf.io.gfile.makedirs(url)
         if write and not os.access(url, os.W_OK):
-            raise BucketNotWritableError(f"the local folder {url} is not writable: choose another folder")
+            raise RuntimeError(f"the local folder {url} is not writable: choose another folder")
         return BucketCheck(url, None, "not needed (local folder)", write, False, time.perf_counter() - start)
 
     bucket, prefix = split_gcs_path(url)
@@ -268,7 +209,7 @@ def check_bucket(url: str | os.PathLike[str], *, write: bool = True, runtime: Ru
     if not emulated:
         why = _gcs_unreachable(env)
         if why:
-            raise GCSUnreachableError(
+            raise RuntimeError(
                 f"cannot reach Google Cloud Storage ({GCS_ENDPOINT}) to check gs://{bucket}: {why}. Offline? Use a "
                 "local folder instead of gs:// (off a TPU Node), or practise with the local emulator: "
                 "`from tpu_helpers.gcs_emulator import LocalGCS; LocalGCS().start()`.")
@@ -280,7 +221,7 @@ def check_bucket(url: str | os.PathLike[str], *, write: bool = True, runtime: Ru
         exists = tf.io.gfile.exists(f"gs://{bucket}")
     except tf.errors.OpError as e:
         if _is(e, "PermissionDeniedError", "UnauthenticatedError"):
-            raise BucketNotReadableError(
+            raise RuntimeError(
                 f"gs://{bucket}: access denied with {credentials} ({e.message.splitlines()[0][:200]}). The bucket may "
                 "belong to another project, or your account lacks roles/storage.objectViewer (read) and "
                 f"roles/storage.objectAdmin (write) on it.{node_note}") from None
@@ -289,7 +230,7 @@ def check_bucket(url: str | os.PathLike[str], *, write: bool = True, runtime: Ru
         create = ("gcs.create_bucket(NAME) on the emulator object" if emulated else
                   f"`gcloud storage buckets create gs://{bucket} --location=REGION` (the TPU's region, e.g. "
                   "us-central1: reading across regions is slower and costs egress)")
-        raise BucketNotFoundError(f"the bucket gs://{bucket} does not exist (or the name is misspelled). "
+        raise RuntimeError(f"the bucket gs://{bucket} does not exist (or the name is misspelled). "
                                   f"Create it with {create}, or use an existing bucket.")
     writable = False
     if write:
@@ -302,7 +243,7 @@ def check_bucket(url: str | os.PathLike[str], *, write: bool = True, runtime: Ru
             writable = True
         except tf.errors.OpError as e:
             if _is(e, "PermissionDeniedError", "UnauthenticatedError"):
-                raise BucketNotWritableError(
+                raise RuntimeError(
                     f"gs://{bucket} exists but {credentials} may not write to it "
                     f"({e.message.splitlines()[0][:200]}). Grant roles/storage.objectAdmin on the bucket "
                     f"(`gcloud storage buckets add-iam-policy-binding gs://{bucket} --member=user:YOU "

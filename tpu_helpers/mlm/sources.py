@@ -2,7 +2,7 @@
 ``tf.io.gfile``, so a TPU VM and the local emulator work alike), or a Hugging Face dataset by name with its text
 column (``"NAME:CONFIG:COLUMN"``, loaded like WikiText); and `Corpus`, what every corpus loader returns (here and
 in `tpu_helpers.mlm.corpus`). Every file is checked line by line: an empty, binary or non-UTF-8 file is a
-`TextFileError` naming the file and the line. Framework-free at import."""
+`ValueError` naming the file and the line. Framework-free at import."""
 from __future__ import annotations
 
 import codecs
@@ -15,7 +15,6 @@ from typing import Any, Iterable, Iterator
 
 from tpu_helpers.core.frameworks import import_tensorflow
 from tpu_helpers.core.hub import hub_access, pinned_revision
-from tpu_helpers.mlm.errors import CorpusUnavailableError, MLMDataError
 from tpu_helpers.mlm.gcs import split_gcs_path
 
 TEXT_SUFFIXES = (".txt",)
@@ -44,10 +43,6 @@ class Corpus:
         return f"corpus: {self.name} ({self.source}): {self.lines:,} lines. {self.description}"
 
 
-class TextFileError(MLMDataError, ValueError):
-    """A text file of the corpus is missing, empty, binary or not UTF-8 (the message names the file and line)."""
-
-
 @dataclass(frozen=True)
 class CorpusSource:
     """What a ``CORPUS`` value means: ``kind`` is ``"builtin"``, ``"local"``, ``"gcs"`` or ``"hub"``."""
@@ -72,7 +67,7 @@ def parse_corpus_source(value: str | os.PathLike[str]) -> CorpusSource:
     if text.lower() in BUILTIN:
         return CorpusSource("builtin", text.lower())
     if text[:3].lower() == "gs:":
-        split_gcs_path(text)  # InvalidGCSPathError for gs:/x, GS://x or a bad bucket name
+        split_gcs_path(text)  # ValueError for gs:/x, GS://x or a bad bucket name
         return CorpusSource("gcs", text.rstrip("/"))
     explicit_hub = text.lower().startswith("hf:")
     if not explicit_hub and Path(text).expanduser().exists():
@@ -83,7 +78,7 @@ def parse_corpus_source(value: str | os.PathLike[str]) -> CorpusSource:
         return CorpusSource("hub", name, config or None, column or "text")
     match = _HUB_SPEC.match(text)
     if explicit_hub or match is None or text.lower().endswith(TEXT_SUFFIXES):
-        raise TextFileError(
+        raise ValueError(
             f"CORPUS={text!r}: no such file or folder, and not a Hugging Face dataset name. Use a .txt file or a "
             "folder of them (local or gs://BUCKET/path), 'hf:NAME:CONFIG:COLUMN' for a Hub dataset (e.g. "
             "'hf:Salesforce/wikitext:wikitext-2-raw-v1:text'), or 'auto', 'wikitext', 'python-docs', 'offline'.")
@@ -101,7 +96,7 @@ def list_text_files(location: str) -> list[str]:
     if gcs:
         gfile = _tf_gfile()
         if not gfile.exists(location):
-            raise TextFileError(f"{location} does not exist: check the bucket and path (tf.io.gfile.glob lists what "
+            raise ValueError(f"{location} does not exist: check the bucket and path (tf.io.gfile.glob lists what "
                                 "is there)")
         if not gfile.isdir(location):
             return [location]
@@ -109,14 +104,14 @@ def list_text_files(location: str) -> list[str]:
     else:
         path = Path(location)
         if not path.exists():
-            raise TextFileError(f"{location} does not exist")
+            raise ValueError(f"{location} does not exist")
         if path.is_file():
             return [str(path)]
         files = [str(p) for p in path.rglob("*") if p.is_file()]
     texts = sorted(f for f in files if f.lower().endswith(TEXT_SUFFIXES))
     if not texts:
         others = sorted(posixpath.basename(f) for f in files)[:5]
-        raise TextFileError(f"no .txt file in {location}" + (f" (found {others})" if others else " (it is empty)")
+        raise ValueError(f"no .txt file in {location}" + (f" (found {others})" if others else " (it is empty)")
                             + ": CORPUS reads UTF-8 text files named *.txt, one paragraph or document per line.")
     return texts
 
@@ -125,8 +120,8 @@ def _open_binary(name: str):
     return _tf_gfile().GFile(name, "rb") if name.startswith("gs://") else open(name, "rb")
 
 
-def _binary_error(name: str, number: int, byte: int) -> TextFileError:
-    return TextFileError(f"{name}, line {number}: a NUL byte at byte {byte}: this looks like a binary file (a zip, "
+def _binary_error(name: str, number: int, byte: int) -> ValueError:
+    return ValueError(f"{name}, line {number}: a NUL byte at byte {byte}: this looks like a binary file (a zip, "
                          "PDF, image or model?), not text. Point CORPUS at UTF-8 .txt files only (extract the text "
                          "first).")
 
@@ -134,7 +129,7 @@ def _binary_error(name: str, number: int, byte: int) -> TextFileError:
 def _check_head(name: str, head: bytes) -> None:
     """The first bytes of a file: UTF-16 (a byte order mark) or binary (a NUL byte) before any line is decoded."""
     if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
-        raise TextFileError(f"{name}: UTF-16 text (it starts with a UTF-16 byte order mark). Save it as UTF-8, "
+        raise ValueError(f"{name}: UTF-16 text (it starts with a UTF-16 byte order mark). Save it as UTF-8, "
                             f"e.g. `iconv -f UTF-16 -t UTF-8 {name} > fixed.txt`.")
     if b"\x00" in head:
         at = head.index(b"\x00")
@@ -143,7 +138,7 @@ def _check_head(name: str, head: bytes) -> None:
 
 
 def _checked_lines(name: str, raw_lines: Iterable[bytes]) -> Iterator[str]:
-    """Decode each line as UTF-8; a `TextFileError` with the file, line and byte for binary or other encodings."""
+    """Decode each line as UTF-8; a `ValueError` with the file, line and byte for binary or other encodings."""
     for number, raw in enumerate(raw_lines, 1):
         if number == 1:
             raw = raw.removeprefix(codecs.BOM_UTF8)
@@ -152,7 +147,7 @@ def _checked_lines(name: str, raw_lines: Iterable[bytes]) -> Iterator[str]:
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as e:
-            raise TextFileError(
+            raise ValueError(
                 f"{name}, line {number}, byte {e.start + 1}: not UTF-8 ({raw[e.start:e.start + 4]!r}). Convert the "
                 f"file, e.g. `iconv -f LATIN1 -t UTF-8 {name} > fixed.txt` (use its real encoding), or save it "
                 "as UTF-8 in your editor.") from None
@@ -160,7 +155,7 @@ def _checked_lines(name: str, raw_lines: Iterable[bytes]) -> Iterator[str]:
 
 
 def read_text_lines(name: str, *, max_lines: int | None = None) -> list[str]:
-    """The lines of one text file (local or ``gs://``), checked; `TextFileError` when it has no text at all."""
+    """The lines of one text file (local or ``gs://``), checked; `ValueError` when it has no text at all."""
     lines: list[str] = []
     with _open_binary(name) as f:
         _check_head(name, f.read(8192))
@@ -170,7 +165,7 @@ def read_text_lines(name: str, *, max_lines: int | None = None) -> list[str]:
             if max_lines is not None and len(lines) >= max_lines:
                 break
     if not any(line.strip() for line in lines):
-        raise TextFileError(f"{name} is empty" + (f" ({len(lines)} blank lines)" if lines else "")
+        raise ValueError(f"{name} is empty" + (f" ({len(lines)} blank lines)" if lines else "")
                             + ": remove it from the folder or put text in it.")
     return lines
 
@@ -205,29 +200,28 @@ def _progress(items: list[str], enabled: bool, desc: str):
 def load_hub_dataset(name: str, config: str | None = None, column: str = "text", split: str = "train", *,
                      max_lines: int | None = None) -> Corpus:
     """A Hugging Face dataset's text column as a corpus, loaded like WikiText (``datasets.load_dataset``; a
-    local dataset folder works too). Offline and not cached: `CorpusUnavailableError`; a missing or non-text
-    column: `TextFileError` listing the columns."""
+    local dataset folder works too). Offline and not cached: `RuntimeError`; a missing or non-text
+    column: `ValueError` listing the columns."""
     import datasets
 
     if Path(name).exists():  # a local dataset folder: no Hub involved
         try:
             ds = datasets.load_dataset(name, config, split=split)
         except Exception as e:
-            raise CorpusUnavailableError(f"cannot load the dataset folder {name!r} (config {config or 'default'}, "
+            raise RuntimeError(f"cannot load the dataset folder {name!r} (config {config or 'default'}, "
                                          f"split {split!r}): {type(e).__name__}: "
                                          f"{(str(e).splitlines() or [''])[0][:200]}") from None
     else:  # one 5 s probe; offline, the cache only (a cached copy still loads); one clear error (core.hub)
         with hub_access(f"the dataset {name!r} (config {config or 'default'}, split {split!r})",
                         "Check the name on huggingface.co/datasets, run once with network access so that datasets "
-                        "caches it, or use text files (CORPUS='path/to/folder' or 'gs://BUCKET/path').",
-                        error=CorpusUnavailableError):
+                        "caches it, or use text files (CORPUS='path/to/folder' or 'gs://BUCKET/path')."):
             ds = datasets.load_dataset(name, config, split=split, revision=pinned_revision(name))
     if column not in ds.column_names:
-        raise TextFileError(f"the dataset {name!r} has no column {column!r}; its columns: {ds.column_names}. Name "
+        raise ValueError(f"the dataset {name!r} has no column {column!r}; its columns: {ds.column_names}. Name "
                             f"the text column: CORPUS='hf:{name}:{config or ''}:COLUMN'.")
     feature = ds.features[column]
     if getattr(feature, "dtype", None) not in ("string", "large_string"):
-        raise TextFileError(f"the column {column!r} of {name!r} holds {feature}, not text: name a text column "
+        raise ValueError(f"the column {column!r} of {name!r} holds {feature}, not text: name a text column "
                             f"(columns: {ds.column_names}).")
     ds = ds.select_columns([column])
     if column != "text":

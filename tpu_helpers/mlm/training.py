@@ -25,11 +25,8 @@ def masked_accuracy(labels: Any, logits: Any, *, ignore_index: int = -100):
 
 
 def masked_accuracy_metric(name: str = "masked_accuracy", ignore_index: int = -100):
-    """A Keras (tf-keras) metric: accuracy over the positions whose label is not `ignore_index`.
-
-    The seed compiles with ``metrics=["accuracy"]``, which Keras resolves to sparse categorical accuracy over
-    *every* position: the ~85 % labelled -100 count as wrong, so it reads about 0.15 x the real accuracy.
-    """
+    """A tf-keras metric: accuracy over the positions whose label is not `ignore_index` (the seed's
+    ``metrics=["accuracy"]`` counts the ~85 % labelled -100 as wrong)."""
     import tf_keras as keras
 
     class MaskedAccuracy(keras.metrics.Metric):
@@ -54,18 +51,11 @@ def masked_accuracy_metric(name: str = "masked_accuracy", ignore_index: int = -1
 
 
 def fill_mask_pipeline(model: Any, tokenizer: Any, *, top_k: int = 5):
-    """transformers' ``fill-mask`` pipeline for a TensorFlow model, usable in a TensorFlow kernel.
+    """transformers' ``fill-mask`` pipeline for a TensorFlow model, in a TensorFlow kernel.
 
-    With the course's stack (transformers 4.57.6 and torch, torch_xla and accelerate installed beside
-    TensorFlow), ``from transformers import pipeline`` in a TensorFlow process fails, checked on this stack:
-    ``transformers/training_args.py`` (imported by ``pipelines/base.py`` through ``modelcard.py``) runs
-    ``import torch_xla`` when the package is installed, which aborts a process that has TensorFlow loaded
-    (``LLVM ERROR: ... registered more than once``); with ``USE_TORCH_XLA=0`` it imports accelerate instead and
-    stops with ``NameError: name 'LRScheduler' is not defined`` (``USE_TF`` hides torch from transformers, not
-    from accelerate). Neither package is needed by a TensorFlow pipeline, so in a TensorFlow process this hides
-    both from transformers (its ``_torch_xla_available`` / ``_accelerate_available`` flags) before importing
-    the pipelines, and passes ``dtype=None`` (``pipeline()``'s default ``"auto"`` looks the name up on ``torch``).
-    Two log lines of the pipeline are dropped, by message (`_quiet_pipeline_repeats`).
+    On this stack ``from transformers import pipeline`` imports torch_xla (which aborts a process holding TensorFlow)
+    or accelerate (a NameError): in a TensorFlow process both are hidden from transformers first (see _compat), and
+    ``dtype=None`` avoids a lookup on torch. Two repeated log lines of the pipeline are dropped, by message.
     """
     from tpu_helpers._compat import hide_torch_xla_and_accelerate_from_transformers
 
@@ -83,9 +73,7 @@ TF_DEPRECATION = "TensorFlow and JAX classes are deprecated"
 
 
 def _quiet_pipeline_repeats() -> None:
-    """Named loggers, exact messages: ``Device set to use 0`` (``pipelines/base.py`` logs it at WARNING for every
-    pipeline; a TensorFlow pipeline places nothing by it) and the repeats of `TF_DEPRECATION` from the pipeline and
-    its tokenizer (the model's own, logged when it was built, stays). Idempotent."""
+    """Drop ``Device set to use 0`` and the repeats of `TF_DEPRECATION` from the pipeline's loggers (idempotent)."""
     for name, prefixes in {"transformers.pipelines.base": ("Device set to use", TF_DEPRECATION),
                            "transformers.tokenization_utils_base": (TF_DEPRECATION,)}.items():
         log = logging.getLogger(name)
@@ -94,18 +82,9 @@ def _quiet_pipeline_repeats() -> None:
 
 
 def step_log_callback(tokens_per_step: int, *, progress: bool = False):
-    """A Keras (tf-keras) callback that records every host round trip of training, with a tqdm bar of steps when
-    `progress` (tqdm's own ``TqdmCallback`` counts calls, not steps, under ``steps_per_execution``).
-
-    With ``model.compile(steps_per_execution=N)`` Keras runs N steps per call into the compiled function and calls
-    back once per call, so one record covers N steps. After ``model.fit(..., callbacks=[log])``: ``log.losses``
-    (the loss Keras reports after each call: the running mean of the epoch so far), ``log.seconds`` (wall time
-    of each call, from the end of the previous one, input pipeline included), ``log.steps`` (steps in each call),
-    ``log.step_ends`` (steps done after each call, counted over every ``fit``), ``log.first_steps`` (indices of
-    the first call of each ``fit``: tracing and XLA compilation happen there), ``log.epochs`` (the logs Keras
-    reports at each epoch end, with ``epoch``), ``log.seconds_per_step()`` and ``log.tokens_per_second()``
-    over the steady calls (first calls excluded). One object can follow several ``fit`` calls (a resumed run).
-    """
+    """A tf-keras callback recording every host round trip (``steps_per_execution`` steps): ``losses``, ``seconds``,
+    ``steps``, ``step_ends``, ``first_steps`` (the first call of each ``fit``: trace + compile), ``epochs``; with
+    ``seconds_per_step()`` and ``tokens_per_second()`` over the steady calls. A tqdm bar of steps when `progress`."""
     import tf_keras as keras
 
     class StepLog(keras.callbacks.Callback):
@@ -175,10 +154,8 @@ def step_log_callback(tokens_per_step: int, *, progress: bool = False):
 
 @dataclass(frozen=True)
 class TrainingPlan:
-    """What a training run will do: steps, tokens, passes over the data, and (once steps were measured) how long.
-
-    ``measured_steps``/``compile_seconds``/``seconds_per_step`` come from a `step_log_callback` of the first
-    steps of this run (`TrainingPlan.measured`), never from a quoted figure."""
+    """A training run's steps, tokens, passes over the data and, once its first steps were timed (`measured`), how
+    long the rest takes."""
 
     total_steps: int
     global_batch: int
@@ -226,11 +203,8 @@ def _duration(seconds: float) -> str:
 
 def masked_sentences(texts: Any, *, count: int = 3, seed: int = 0, max_chars: int = 90,
                      mask: str = "<mask>", tokenizer: Any = None, max_tokens: int | None = None) -> list[str]:
-    """`count` probes for a fill-mask pipeline from the corpus itself, in any language: the start of a line (cut at
-    a space near `max_chars`) with one word of 3+ characters after the first replaced by `mask`; for text
-    without spaces, one character in the middle. Lines picked at random with `seed`, reproducibly. With
-    `tokenizer` and `max_tokens` (the model's block length), words are taken off a probe's end until it
-    tokenizes to at most `max_tokens` ids, special tokens included: longer input has no position embedding."""
+    """`count` fill-mask probes from the corpus (`seed` picks the lines): a line's start with one word of 3+ letters
+    masked (text without spaces: one character), shortened until it tokenizes to `max_tokens` ids when given."""
     import numpy as np
 
     def fits(words: list[str]) -> bool:

@@ -159,10 +159,10 @@ def test_check_bucket_passes_and_names_the_emulator(local_gcs):
 
 
 def test_check_bucket_missing_and_not_writable(local_gcs):
-    with pytest.raises(gcsmod.BucketNotFoundError, match="does not exist"):
+    with pytest.raises(RuntimeError, match="does not exist"):
         gcsmod.check_bucket("gs://tf-check-missing", runtime=CPU)
     local_gcs.create_bucket("tf-check-readonly", read_only=True)
-    with pytest.raises(gcsmod.BucketNotWritableError, match="objectAdmin"):
+    with pytest.raises(RuntimeError, match="objectAdmin"):
         gcsmod.check_bucket("gs://tf-check-readonly/data", runtime=CPU)
     assert not gcsmod.check_bucket("gs://tf-check-readonly/data", write=False, runtime=CPU).writable
 
@@ -173,11 +173,11 @@ def test_check_bucket_local_folder(tmp_path):
 
 
 def test_tpu_node_needs_gs_and_cannot_use_the_emulator(local_gcs, tmp_path):
-    with pytest.raises(gcsmod.NeedsGCSPathError, match="TPU Node"):
+    with pytest.raises(ValueError, match="TPU Node"):
         gcsmod.require_gcs_path(str(tmp_path), NODE)
-    with pytest.raises(gcsmod.NeedsGCSPathError):
+    with pytest.raises(ValueError):
         gcsmod.check_bucket(str(tmp_path), runtime=NODE)
-    with pytest.raises(gcsmod.EmulatorOnTPUNodeError, match="127.0.0.1"):
+    with pytest.raises(RuntimeError, match="127.0.0.1"):
         gcsmod.require_gcs_path("gs://tf-check-ok/x", NODE)
     assert gcsmod.require_gcs_path(str(tmp_path), CPU) == str(tmp_path)
 
@@ -185,11 +185,11 @@ def test_tpu_node_needs_gs_and_cannot_use_the_emulator(local_gcs, tmp_path):
 def test_find_credentials_follows_tensorflows_order(tmp_path):
     home = tmp_path / "home"
     no_gce = {"NO_GCE_CHECK": "true"}
-    with pytest.raises(gcsmod.NoCredentialsError, match="gcloud auth application-default login"):
+    with pytest.raises(RuntimeError, match="gcloud auth application-default login"):
         gcsmod.find_credentials(no_gce, home=home, runtime=CPU)
-    with pytest.raises(gcsmod.NoCredentialsError, match="authenticate_user"):
+    with pytest.raises(RuntimeError, match="authenticate_user"):
         gcsmod.find_credentials(no_gce, home=home, runtime=Runtime("cpu", "colab"))
-    with pytest.raises(gcsmod.NoCredentialsError, match="no such file"):
+    with pytest.raises(RuntimeError, match="no such file"):
         gcsmod.find_credentials({**no_gce, "GOOGLE_APPLICATION_CREDENTIALS": str(tmp_path / "nope.json")},
                                 home=home, runtime=CPU)
     adc = home / ".config" / "gcloud" / "application_default_credentials.json"

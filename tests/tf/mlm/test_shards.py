@@ -5,7 +5,6 @@ import json
 import numpy as np
 import pytest
 
-from tpu_helpers.mlm.corpus import EmptyCorpusError, ManifestError, ShardBlockSizeError, ShardError
 from tpu_helpers.mlm.shards import read_manifest, verify_shards, write_shards
 
 
@@ -20,7 +19,7 @@ def names(folder):
 def test_another_prefix_into_the_same_folder_is_refused_and_nothing_is_lost(tf, tmp_path):
     write_shards(blocks(250), tmp_path, prefix="train", records_per_shard=100, progress=False)
     before = names(tmp_path)
-    with pytest.raises(ShardError, match=r"already holds the 'train' shards.*own folder"):
+    with pytest.raises(RuntimeError, match=r"already holds the 'train' shards.*own folder"):
         write_shards(blocks(50, seed=1), tmp_path, prefix="validation", records_per_shard=100, progress=False)
     assert names(tmp_path) == before
     assert read_manifest(tmp_path).complete and verify_shards(tmp_path).all_ok
@@ -39,15 +38,12 @@ def test_foreign_files_are_left_alone_and_reported(tf, tmp_path):
     assert (tmp_path / "my_own_data.tfrecord").read_bytes() == b"not ours"
 
 
-@pytest.mark.parametrize("bad, error", [([], EmptyCorpusError), (np.arange(10), ShardBlockSizeError),
-                                        ([blocks(3), blocks(3, width=4)], ShardBlockSizeError)])
-def test_a_failed_call_leaves_a_complete_folder_complete(tf, tmp_path, bad, error):
+@pytest.mark.parametrize("bad", [[], np.arange(10), np.zeros((0, 8), np.int32)])
+def test_a_failed_call_leaves_a_complete_folder_complete(tf, tmp_path, bad):
     write_shards(blocks(120), tmp_path, prefix="train", records_per_shard=100, progress=False)
     manifest = (tmp_path / "manifest.json").read_text()
-    with pytest.raises(error):
+    with pytest.raises(ValueError, match="non-empty 2-D"):
         write_shards(bad, tmp_path, prefix="train", records_per_shard=100, progress=False)
-    if error is ShardBlockSizeError and isinstance(bad, list):
-        return  # a stream that goes bad after its first shard: that shard was written, the folder is incomplete
     assert (tmp_path / "manifest.json").read_text() == manifest and verify_shards(tmp_path).all_ok
 
 
@@ -55,7 +51,7 @@ def test_a_failed_call_leaves_a_complete_folder_complete(tf, tmp_path, bad, erro
 def test_a_manifest_that_is_not_one_is_a_clear_error_and_heals_on_rerun(tf, tmp_path, content):
     write_shards(blocks(120), tmp_path, prefix="train", records_per_shard=100, progress=False)
     (tmp_path / "manifest.json").write_text(content)
-    with pytest.raises(ManifestError, match="rerun write_shards|not a tpu-course shard manifest"):
+    with pytest.raises(RuntimeError, match="rerun write_shards|not a tpu-course shard manifest"):
         read_manifest(tmp_path)
     report = write_shards(blocks(120), tmp_path, prefix="train", records_per_shard=100, progress=False)
     assert read_manifest(tmp_path).complete and verify_shards(tmp_path).all_ok and report.manifest.total_records == 120
