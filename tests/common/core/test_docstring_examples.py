@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from course_testing import ROOT
 
-HERE = ["tpu_helpers.core.runtime", "tpu_helpers.mlm.tokenizer"]  # numpy at most at import
+HERE = ["tpu_helpers.core.runtime"]  # numpy at most at import
 TORCH = ["tpu_helpers.xla_debug.diagnose"]
 
 
