@@ -16,7 +16,7 @@ the same data, script-free, on the ``refs/convert/parquet`` branch, laid out as
 schema; ``load_dataset("PolyAI/banking77", revision="refs/convert/parquet")`` loads it (10,003 train / 3,080
 test rows). Sources: https://github.com/huggingface/datasets/issues/8012 (the ``revision="refs/convert/parquet"``
 form for script datasets), https://huggingface.co/datasets/PolyAI/banking77/tree/main (the script files).
-The same call loads a local folder laid out like that branch (`write_hub_layout` writes one), which is how the
+The same call loads a local folder laid out like that branch (the tests write one), which is how the
 unit tests exercise this code path offline.
 
 **The synthetic stand-in** (`make_synthetic`) is *not* BANKING77: it is generated here, offline, with the same
@@ -27,7 +27,6 @@ its dataset description starts with "SYNTHETIC".
 """
 from __future__ import annotations
 
-import csv
 import os
 import random
 import tempfile
@@ -40,7 +39,7 @@ from tpu_helpers.shared.banking_queries import BANKING77_LABELS, banking_query
 
 __all__ = [
     "BANKING77_LABELS", "HUB_REPO", "HUB_REVISION", "SOURCES", "Banking77Error", "Banking77Data",
-    "load_banking77", "load_hub", "load_csv_dir", "make_synthetic", "write_hub_layout", "write_csv_dir",
+    "load_banking77", "load_hub", "load_csv_dir", "make_synthetic",
     "train_wordpiece_tokenizer", "load_tokenizer", "make_model", "token_lengths", "length_summary", "tokenize",
 ]
 
@@ -222,30 +221,6 @@ def make_synthetic(n_train_per_label: int = 8, n_test_per_label: int = 3, *, see
         info = datasets.DatasetInfo(description=SYNTHETIC_NOTE, features=features)
         splits[split] = datasets.Dataset.from_dict({"text": texts, "label": ids}, features=features, info=info)
     return datasets.DatasetDict(splits)
-
-
-def write_hub_layout(dataset, folder: str | os.PathLike[str]) -> Path:
-    """Write a DatasetDict like the Hub's refs/convert/parquet branch: ``default/{split}/0000.parquet``."""
-    folder = Path(folder)
-    for split, ds in dataset.items():
-        out = folder / "default" / split
-        out.mkdir(parents=True, exist_ok=True)
-        ds.to_parquet(str(out / "0000.parquet"))
-    return folder
-
-
-def write_csv_dir(dataset, folder: str | os.PathLike[str]) -> Path:
-    """Write a DatasetDict as BANKING77's original CSVs: ``{split}.csv`` with columns ``text,category``."""
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    for split, ds in dataset.items():
-        names = ds.features["label"].names
-        with open(folder / f"{split}.csv", "w", newline="", encoding="utf-8") as f:
-            writer = csv.writer(f)
-            writer.writerow(["text", "category"])
-            for text, label in zip(ds["text"], ds["label"]):
-                writer.writerow([text, names[label]])
-    return folder
 
 
 def load_banking77(source: str = "synthetic", *, csv_dir: str | os.PathLike[str] | None = None,

@@ -4,12 +4,12 @@
     print(plan.describe())
     launch.prepare_environment(plan)        # before importing accelerate / transformers
     # notebook 05's cell tagged "launch" (launch_training) then runs the training function on every replica;
-    # tests and benchmarks run that very cell through tpu_helpers.banking77.notebook_run.run_as_notebook
+    # tests and benchmarks run that very cell through `tests/course_support/banking77.py`'s run_as_notebook
 
 Notebook 05 writes the launch out in a cell tagged ``launch`` (``launch_training``: ``notebook_launcher(training_function,
 args, num_processes=plan.num_processes)``, ``torch_xla.launch`` on a Cloud TPU VM, ``debug_launcher`` for CPU
 replicas) with `check_kernel` before it and `reset_accelerate_state` after it;
-`tpu_helpers.banking77.notebook_run.run_as_notebook` runs that very cell's code (generated into
+`run_as_notebook` (tests/course_support/banking77.py) runs that very cell's code (generated into
 `tpu_helpers.banking77.lesson_cells`) for tests and benchmarks and reads the report back.
 
 `plan_launch` is a pure function of the runtime and the environment (both injectable), so every branch is

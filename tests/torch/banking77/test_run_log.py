@@ -2,7 +2,7 @@
 in-process launch on PyTorch/XLA's CPU device, with a tiny BERT.
 
 One small bucketed training run (module fixture) is shared by the report tests; it goes through the real launcher
-(`tpu_helpers.banking77.notebook_run.run_as_notebook` -> its launch cell -> `accelerate.notebook_launcher(num_processes=1)`), as notebook 05 does on a CPU.
+(`course_support.banking77.run_as_notebook` -> its launch cell -> `accelerate.notebook_launcher(num_processes=1)`), as notebook 05 does on a CPU.
 A second, short launch trains with the seed's fixed-length padding on pre-padded data.
 """
 import os
@@ -25,8 +25,9 @@ from tpu_helpers.core.runtime import Runtime  # noqa: E402
 from tpu_helpers.shared.boundaries import choose_boundaries  # noqa: E402
 
 CPU_PLAN = launch.plan_launch(Runtime("cpu", "local"), env={}, ipython=None)
+from course_support.banking77 import run_as_notebook  # noqa: E402
+
 from tpu_helpers.banking77.lesson_cells import training_function  # noqa: E402  (notebook 05's cell)
-from tpu_helpers.banking77.notebook_run import run_as_notebook  # noqa: E402
 
 NOTEBOOK = Path(__file__).resolve().parents[3] / "notebooks" / "05_banking77_accelerate.ipynb"
 
@@ -203,19 +204,3 @@ def test_weighted_f1_is_sklearns_and_refuses_unequal_lengths():
     assert weighted_f1([], []) == 0.0
     with pytest.raises(TrainingError):
         weighted_f1([1, 2], [1])
-
-
-def test_the_estimate_after_epoch_one_uses_its_steady_second_half():
-    from types import SimpleNamespace
-
-    from accelerate.utils import DistributedType
-
-    from tpu_helpers.banking77.run_log import RunLog
-
-    acc = SimpleNamespace(num_processes=1, is_main_process=True, distributed_type=DistributedType.NO)
-    log = RunLog(acc, TrainConfig(epochs=3), loaders=None, steps_per_epoch=10)
-    log.epoch, log._train_seconds = 1, 30.0
-    # ten steps: four slow ones while shapes compile (5 s each), then 0.1 s each
-    log._step_times = [0.0, 5, 10, 15, 20, 20.1, 20.2, 20.3, 20.4, 20.5, 20.6]
-    text = log.estimate()
-    assert "median step of its second half 100 ms" in text and "about 2 s" in text  # 0.1 s x 10 steps x 2 epochs
