@@ -1,18 +1,10 @@
-"""Notebook 05's data loaders with static shapes: `make_loaders` (before ``accelerator.prepare``) returns `Loaders`.
-
-With ``padding="buckets"`` (notebook 05's default) the batches come from
-`tpu_helpers.banking77.buckets.BucketBatchSampler` (similar lengths padded to one of a few fixed lengths, the same on
-every replica at every step, new batches every epoch); with ``"max_length"`` (the seed's way) every query is padded to
-one length and the training loader drops its last incomplete batch. Before any training time is spent it replays the
-evaluation plan on the host (`tpu_helpers.banking77.evaluation.check_evaluation_plan`). `Loaders.eval_order` is the
-dataset index of each gathered prediction.
-"""
+"""Notebook 05's loaders with static shapes: `make_loaders` (before ``accelerator.prepare``), the evaluation plan
+checked on the host before any training (`evaluation.check_evaluation_plan`)."""
 from __future__ import annotations
 
 from typing import Any, NamedTuple
 
 from tpu_helpers.banking77.config import PADDINGS, TrainConfig
-from tpu_helpers.banking77.errors import TrainingError
 
 __all__ = ["Loaders", "make_loaders"]
 
@@ -76,17 +68,17 @@ def make_loaders(train_dataset, eval_dataset, config: TrainConfig, tokenizer=Non
     from tpu_helpers.shared.boundaries import validate_boundaries
 
     if config.padding not in PADDINGS:
-        raise TrainingError(f"padding={config.padding!r}: choose one of {', '.join(PADDINGS)}")
+        raise ValueError(f"padding={config.padding!r}: choose one of {', '.join(PADDINGS)}")
     if config.padding == "buckets":
         if tokenizer is None or not config.boundaries:
-            raise TrainingError("padding='buckets' needs the tokenizer (it pads each batch) and config.boundaries "
+            raise ValueError("padding='buckets' needs the tokenizer (it pads each batch) and config.boundaries "
                                 "(e.g. tpu_helpers.shared.boundaries.choose_boundaries(lengths, max_length))")
         bounds = validate_boundaries(config.boundaries, config.max_length)
         # a test query longer than every training query (rare) still fits: evaluation may also pad to max_length
         eval_bounds = tuple(sorted(set(bounds) | ({config.max_length} if config.max_length else set())))
         g = config.batch_size * num_replicas
         if len(train_dataset) < g:
-            raise TrainingError(f"the training set ({len(train_dataset)} rows) is smaller than one global batch "
+            raise ValueError(f"the training set ({len(train_dataset)} rows) is smaller than one global batch "
                                 f"({g}); lower BATCH_SIZE or use more data.")
         train_lengths = [len(x) for x in train_dataset["input_ids"]]
         eval_lengths = [len(x) for x in eval_dataset["input_ids"]]
@@ -100,12 +92,12 @@ def make_loaders(train_dataset, eval_dataset, config: TrainConfig, tokenizer=Non
         order = [int(i) for b in eval_sampler.plan(0) for i in b.indices[:b.real_rows]]
         return _checked(Loaders(train_dl, eval_dl, train_collate, eval_collate, order), num_replicas)
     if len(train_dataset) < config.batch_size:
-        raise TrainingError(f"the training set ({len(train_dataset)} rows) is smaller than one batch "
+        raise ValueError(f"the training set ({len(train_dataset)} rows) is smaller than one batch "
                             f"({config.batch_size}); with drop_last=True there would be no step. Lower BATCH_SIZE "
                             "or use more data.")
     if tokenizer is not None:
         if not config.max_length:
-            raise TrainingError("padding='max_length' with a tokenizer needs config.max_length")
+            raise ValueError("padding='max_length' with a tokenizer needs config.max_length")
         train_collate = BucketCollator(tokenizer, fixed_length=config.max_length)
         eval_collate = BucketCollator(tokenizer, fixed_length=config.max_length)
     else:
