@@ -194,7 +194,8 @@ def training_function(model, train_ds, eval_ds, config, tokenizer=None, log=None
         log and log.end_training(loss_sum)  # optional: the loss, XLA's counters, the time
 
         predictions, labels = evaluate(accelerator, model, eval_dl, loaders.eval_rows, autocast)
-        accelerator.print(f"epoch {epoch + 1}: weighted F1 {weighted_f1(predictions, labels):.3f}")
+        if accelerator.is_main_process:  # not accelerator.print: XLA:CPU's one device is not "local main" for it
+            print(f"epoch {epoch + 1}: weighted F1 {weighted_f1(predictions, labels):.3f}")
         log and log.end_epoch(predictions, labels)  # optional
     return log.report(model) if log else None  # every replica: steps and weights compared; the report on replica 0
 
