@@ -41,5 +41,5 @@ def scaled_learning_rate(base_lr: float, base_global_batch: int, global_batch: i
     ``base_lr * global_batch / base_global_batch``. The seed's 3e-4 at 256 becomes 3.75e-5 at 32 (a v5e-1)."""
     if base_lr <= 0 or base_global_batch < 1 or global_batch < 1:
         raise ValueError(f"cannot scale lr={base_lr} from a global batch of {base_global_batch} to {global_batch}: "
-                            "the learning rate must be positive and both batches at least 1")
+                         "the learning rate must be positive and both batches at least 1")
     return base_lr * global_batch / base_global_batch

@@ -44,7 +44,7 @@ def check_evaluation_plan(eval_dl, n_rows: int, num_replicas: int = 1, order: Se
                   for r in range(num_replicas)]
         if len({len(s) for s in shards}) != 1:
             raise ValueError(f"the evaluation loader gives the {num_replicas} replicas different numbers of "
-                                f"batches ({[len(s) for s in shards]}): the gather would hang or mix batches")
+                             f"batches ({[len(s) for s in shards]}): the gather would hang or mix batches")
         steps = [[i for piece in pieces for i in piece] for pieces in zip(*shards)]
     else:
         steps = [list(b) for b in sampler]
@@ -57,8 +57,8 @@ def check_evaluation_plan(eval_dl, n_rows: int, num_replicas: int = 1, order: Se
     if [int(i) for i in rows] != want:
         missing = len(set(want) - set(rows))
         raise ValueError(f"the evaluation loader's plan gives {len(rows)} rows ({len(set(rows))} distinct, "
-                            f"{missing} test rows missing) for {n_rows} test rows: check eval_batch_size, the "
-                            "bucket boundaries (the largest must hold every test query) and drop_last=False")
+                         f"{missing} test rows missing) for {n_rows} test rows: check eval_batch_size, the "
+                         "bucket boundaries (the largest must hold every test query) and drop_last=False")
     return len(steps)
 
 

@@ -135,19 +135,19 @@ def test_gather_for_metrics_keeps_the_repeats_of_a_small_set_on_xla_so_the_loop_
 
 def test_a_second_in_process_launch_works_with_fixed_length_padding_and_an_outside_accelerator_is_refused(tiny):
     data, tok, _, _ = tiny
-    padded = dataset.tokenize(data.dataset, tok, 16)  # the seed's way: every query padded to 16 tokens
+    enc16 = dataset.tokenize(data.dataset, tok, 16, padding="none")  # the seed's way: every batch padded to 16
     assert launch.kernel_problems(CPU_PLAN) == []  # the first launch left no Accelerator behind
     from accelerate import Accelerator
 
     Accelerator()
     try:
         with pytest.raises(launch.LaunchError, match="Accelerator"):
-            run_as_notebook(training_function, (None, padded["train"], padded["test"], TrainConfig()), CPU_PLAN)
+            run_as_notebook(training_function, (None, enc16["train"], enc16["test"], TrainConfig()), CPU_PLAN)
     finally:
         reset_accelerate()
     model = dataset.make_model("tiny", data, vocab_size=len(tok), max_length=16, hidden_size=32)
-    again = run_as_notebook(training_function, (model, padded["train"], padded["test"],
-                                              TrainConfig(epochs=1, progress=False, eval_batch_size=32)), CPU_PLAN)
+    config = TrainConfig(epochs=1, progress=False, eval_batch_size=32, max_length=16)
+    again = run_as_notebook(training_function, (model, enc16["train"], enc16["test"], config, tok), CPU_PLAN)
     assert again.pid == os.getpid() and len(again.epochs) == 1 and again.padding == "max_length"
     assert again.shapes("train") == ["32x16"] and again.shapes("eval") == ["13x16", "32x16"]
     assert len(again.predictions) == 77 and again.references == list(data.dataset["test"]["label"])
