@@ -6,7 +6,7 @@ same linear warmup/decay schedule, on one XLA:CPU device:
 
 * **course**: notebook 05's own ``training_function`` (its cell, generated into
   `tpu_helpers.banking77.lesson_cells`), launched like notebook 05 on a CPU (``notebook_launcher(num_processes=1)``
-  through its launch cell, `tpu_helpers.banking77.notebook_run.run_as_notebook`), Accelerate's prepared loader (``MpDeviceLoader`` underneath), its
+  through its launch cell, `course_support.banking77.run_as_notebook`), Accelerate's prepared loader (``MpDeviceLoader`` underneath), its
   evaluation each epoch excluded from the time;
 * **plain torch_xla**: ``MpDeviceLoader`` over the same DataLoader, ``loss.backward()``, ``optimizer.step()``,
   the scheduler, the loss summed on the device and read once per epoch, and nothing else.
@@ -74,10 +74,11 @@ def plain_loop(model, train_ds, tokenizer, boundaries, epochs: int, seed: int) -
 
 
 def run(quick: bool) -> Benchmark:
+    from course_support.banking77 import run_as_notebook
+
     from tpu_helpers.banking77 import dataset, launch
     from tpu_helpers.banking77.config import TrainConfig
     from tpu_helpers.banking77.lesson_cells import training_function  # notebook 05's cell
-    from tpu_helpers.banking77.notebook_run import run_as_notebook
     from tpu_helpers.core.runtime import Runtime
     from tpu_helpers.shared.boundaries import choose_boundaries
 

@@ -4,7 +4,7 @@ A BERT of MiniLM-L6's shape (6 layers, hidden 384, 12 heads, BERT's 30,522-token
 downloaded) trains on synthetic BANKING77 queries (`tpu_helpers.banking77.dataset.make_synthetic`, the lengths of
 `tpu_helpers.shared.banking_queries`), batch 32, ``max_length`` 64. Two paddings of one epoch: everything
 padded to 64 (the seed), and the course's buckets (`tpu_helpers.shared.boundaries.choose_boundaries`,
-at most 3, with `tpu_helpers.banking77.buckets.BucketBatchSampler`). Each candidate runs in its own process
+at most 3, with `tpu_helpers.banking77.lesson_cells.BucketBatchSampler`). Each candidate runs in its own process
 (`benchmarks.harness.run_isolated`) on XLA:CPU, and the same two again in eager PyTorch, which traces nothing: what
 the same paddings give without XLA's tracing and compiled graphs.
 
@@ -58,10 +58,9 @@ def _data(n_per_label: int):
 
 
 def _tensors(ids, labels, indices, width):
-    """The batch of rows `indices`, padded to `width` (`tpu_helpers.banking77.buckets.padded_tensors`), with labels."""
+    """The batch of rows `indices`, padded to `width` (`course_support.banking77.padded_tensors`), with labels."""
     import torch
-
-    from tpu_helpers.banking77.buckets import padded_tensors
+    from course_support.banking77 import padded_tensors
 
     return {**padded_tensors(ids, indices, width), "labels": torch.tensor([labels[i] for i in indices])}
 
@@ -88,7 +87,7 @@ def train_worker(spec: dict) -> dict:
     load = os.getloadavg()[0]
     data = _data(n_per_label)
     ids, labels = data["train"]
-    from tpu_helpers.banking77.buckets import epoch_batches
+    from course_support.banking77 import epoch_batches
 
     epoch, bounds = epoch_batches([len(x) for x in ids], strategy, batch_size=BATCH, max_length=MAX_LENGTH)
     timed = epoch[:steps]

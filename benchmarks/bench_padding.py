@@ -3,9 +3,9 @@
 The queries are `tpu_helpers.shared.banking_queries.banking_queries` (short banking questions in BANKING77's style, with a
 long tail), tokenized by a BERT-uncased WordPiece tokenizer trained on them; batch 32, max_length 64. For every
 strategy the benchmark builds one epoch of batches the way training would
-(`tpu_helpers.banking77.buckets.epoch_batches`: the seed's ``max_length``, the
+(`course_support.banking77.epoch_batches`: the seed's ``max_length``, the
 tokenizer's ``padding="longest"`` with and without ``pad_to_multiple_of=32``, and the course's length buckets,
-`tpu_helpers.banking77.buckets.BucketBatchSampler` with at most 3 boundaries), counts tokens and distinct shapes over the
+`tpu_helpers.banking77.lesson_cells.BucketBatchSampler` with at most 3 boundaries), counts tokens and distinct shapes over the
 whole epoch, then trains a small BERT (2 layers, hidden 128) for the first steps of that epoch on XLA:CPU: once to
 compile (the compilations are counted), then timed, repeatedly.
 """
@@ -26,10 +26,10 @@ def run(quick: bool) -> Benchmark:
     import torch
     import torch_xla
     import torch_xla.core.xla_model as xm
+    from course_support.banking77 import epoch_batches, padded_tensors
     from transformers import BertConfig, BertForSequenceClassification
 
     from tpu_helpers.banking77 import dataset
-    from tpu_helpers.banking77.buckets import epoch_batches, padded_tensors
     from tpu_helpers.shared.banking_queries import banking_queries
     from tpu_helpers.xla_torch.counters import XlaCounters
 

@@ -91,8 +91,9 @@ def run(quick: bool) -> Benchmark:
     enc = dataset.tokenize(data.dataset, tok, MAX_LENGTH, padding="none")
     bounds = choose_boundaries([len(x) for x in enc["train"]["input_ids"]], MAX_LENGTH)
     plan = launch.plan_launch(Runtime("cpu", "local"), env={}, ipython=None)
+    from course_support.banking77 import run_as_notebook
+
     from tpu_helpers.banking77.lesson_cells import training_function  # notebook 05's cell
-    from tpu_helpers.banking77.notebook_run import run_as_notebook
     f1 = {"course, buckets": [], "course, max_length": [], "plain loop": []}
     seconds = {k: [] for k in f1}
     for seed in SEEDS:  # rounds: every candidate once per seed

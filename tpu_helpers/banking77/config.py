@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tpu_helpers.banking77.errors import TrainingError
-
 __all__ = ["TrainConfig", "scaled_learning_rate", "PADDINGS"]
 
 PADDINGS = ("buckets", "max_length")
@@ -30,11 +28,11 @@ class TrainConfig:
 
     def __post_init__(self):
         if self.epochs < 1:
-            raise TrainingError(f"epochs={self.epochs}: train at least 1 epoch")
+            raise ValueError(f"epochs={self.epochs}: train at least 1 epoch")
         if self.padding not in PADDINGS:
-            raise TrainingError(f"padding={self.padding!r}: choose one of {', '.join(PADDINGS)}")
+            raise ValueError(f"padding={self.padding!r}: choose one of {', '.join(PADDINGS)}")
         if self.batch_size < 1 or self.eval_batch_size < 1:
-            raise TrainingError("batch_size and eval_batch_size must be at least 1")
+            raise ValueError("batch_size and eval_batch_size must be at least 1")
 
 
 def scaled_learning_rate(base_lr: float, base_global_batch: int, global_batch: int) -> float:
@@ -42,6 +40,6 @@ def scaled_learning_rate(base_lr: float, base_global_batch: int, global_batch: i
     rate tuned at ``base_global_batch`` samples per step, for ``global_batch`` samples per step, is
     ``base_lr * global_batch / base_global_batch``. The seed's 3e-4 at 256 becomes 3.75e-5 at 32 (a v5e-1)."""
     if base_lr <= 0 or base_global_batch < 1 or global_batch < 1:
-        raise TrainingError(f"cannot scale lr={base_lr} from a global batch of {base_global_batch} to {global_batch}: "
-                            "the learning rate must be positive and both batches at least 1")
+        raise ValueError(f"cannot scale lr={base_lr} from a global batch of {base_global_batch} to {global_batch}: "
+                         "the learning rate must be positive and both batches at least 1")
     return base_lr * global_batch / base_global_batch

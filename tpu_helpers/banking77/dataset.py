@@ -1,33 +1,12 @@
-"""BANKING77 for notebook 05: the data (Hub, a CSV folder, or a synthetic stand-in), a tokenizer and a model.
+"""BANKING77 for notebooks 05 and 07: the data (the Hub, a CSV folder, or a synthetic stand-in), a tokenizer, a model.
 
-    data = load_banking77("synthetic", n_train_per_label=8, n_test_per_label=3)   # offline, labelled synthetic
-    data = load_banking77("hub")                       # PolyAI/banking77 from the Hub (script-free parquet export)
-    data = load_banking77("csv", csv_dir="banking_data")   # the original train.csv / test.csv (text,category)
-    data.label2id, data.id2label                      # from the dataset's ClassLabel, for the model config
-
-Every source gives the same thing: a `datasets.DatasetDict` with ``train`` and ``test`` splits, a ``text``
-column and a ``label`` column whose feature is a ``ClassLabel`` with the 77 intent names, in the Hub's order.
-
-**The Hub, without a loading script.** ``PolyAI/banking77`` on the Hub is still a *script* dataset
-(``banking77.py`` + ``dataset_infos.json``), and ``datasets`` >= 4 refuses to run loading scripts
-("Dataset scripts are no longer supported, but found banking77.py"). The Hub's parquet converter publishes
-the same data, script-free, on the ``refs/convert/parquet`` branch, laid out as
-``default/train/0000.parquet`` and ``default/test/0000.parquet``, with the ClassLabel names kept in the parquet
-schema; ``load_dataset("PolyAI/banking77", revision="refs/convert/parquet")`` loads it (10,003 train / 3,080
-test rows). Sources: https://github.com/huggingface/datasets/issues/8012 (the ``revision="refs/convert/parquet"``
-form for script datasets), https://huggingface.co/datasets/PolyAI/banking77/tree/main (the script files).
-The same call loads a local folder laid out like that branch (`write_hub_layout` writes one), which is how the
-unit tests exercise this code path offline.
-
-**The synthetic stand-in** (`make_synthetic`) is *not* BANKING77: it is generated here, offline, with the same
-schema and the 77 real intent names; each query mentions its intent's words inside varied templates and filler,
-with a long-tailed length distribution. A model can learn it, so F1 far above chance (1/77) shows real
-learning; it says nothing about accuracy on real customer queries. Its `Banking77Data.synthetic` is True and
-its dataset description starts with "SYNTHETIC".
+Every source gives a `datasets.DatasetDict` (``train``, ``test``; ``text``, and ``label`` a ``ClassLabel`` of the 77
+intents in the Hub's order). The Hub copy comes from the script-free ``refs/convert/parquet`` branch: the dataset
+is a loading script, which ``datasets`` >= 4 refuses (https://github.com/huggingface/datasets/issues/8012). The
+synthetic stand-in is *not* BANKING77: the 77 real intent names inside generated queries, learnable offline.
 """
 from __future__ import annotations
 
-import csv
 import os
 import random
 import tempfile
@@ -40,7 +19,7 @@ from tpu_helpers.shared.banking_queries import BANKING77_LABELS, banking_query
 
 __all__ = [
     "BANKING77_LABELS", "HUB_REPO", "HUB_REVISION", "SOURCES", "Banking77Error", "Banking77Data",
-    "load_banking77", "load_hub", "load_csv_dir", "make_synthetic", "write_hub_layout", "write_csv_dir",
+    "load_banking77", "load_hub", "load_csv_dir", "make_synthetic",
     "train_wordpiece_tokenizer", "load_tokenizer", "make_model", "token_lengths", "length_summary", "tokenize",
 ]
 
@@ -222,30 +201,6 @@ def make_synthetic(n_train_per_label: int = 8, n_test_per_label: int = 3, *, see
         info = datasets.DatasetInfo(description=SYNTHETIC_NOTE, features=features)
         splits[split] = datasets.Dataset.from_dict({"text": texts, "label": ids}, features=features, info=info)
     return datasets.DatasetDict(splits)
-
-
-def write_hub_layout(dataset, folder: str | os.PathLike[str]) -> Path:
-    """Write a DatasetDict like the Hub's refs/convert/parquet branch: ``default/{split}/0000.parquet``."""
-    folder = Path(folder)
-    for split, ds in dataset.items():
-        out = folder / "default" / split
-        out.mkdir(parents=True, exist_ok=True)
-        ds.to_parquet(str(out / "0000.parquet"))
-    return folder
-
-
-def write_csv_dir(dataset, folder: str | os.PathLike[str]) -> Path:
-    """Write a DatasetDict as BANKING77's original CSVs: ``{split}.csv`` with columns ``text,category``."""
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    for split, ds in dataset.items():
-        names = ds.features["label"].names
-        with open(folder / f"{split}.csv", "w", newline="", encoding="utf-8") as f:
-            writer = csv.writer(f)
-            writer.writerow(["text", "category"])
-            for text, label in zip(ds["text"], ds["label"]):
-                writer.writerow([text, names[label]])
-    return folder
 
 
 def load_banking77(source: str = "synthetic", *, csv_dir: str | os.PathLike[str] | None = None,

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from tpu_helpers.banking77.errors import TrainingError
-
 __all__ = ["rows_on_host", "rows_kept", "rows_still_due", "check_evaluation_plan", "weighted_f1"]
 
 
@@ -16,7 +14,7 @@ def weighted_f1(predictions: Sequence[int], references: Sequence[int]) -> float:
     from sklearn.metrics import f1_score
 
     if len(predictions) != len(references):
-        raise TrainingError(f"{len(predictions)} predictions for {len(references)} references")
+        raise ValueError(f"{len(predictions)} predictions for {len(references)} references")
     if not len(references):
         return 0.0
     return float(f1_score(list(references), list(predictions), average="weighted", zero_division=0))
@@ -34,7 +32,7 @@ def check_evaluation_plan(eval_dl, n_rows: int, num_replicas: int = 1, order: Se
     them (accelerate's ``BatchSamplerShard``: batch ``k`` to replica ``k % num_replicas``) and as the gather puts
     them back together, and check that cutting each gathered batch with `rows_still_due` gives every test row
     exactly once, in ``order`` (the bucketed evaluation's order; None: the dataset's). Returns the number of
-    gathered batches; raises `TrainingError` (before any training time is spent) when the plan is wrong.
+    gathered batches; raises a ValueError (before any training time is spent) when the plan is wrong.
 
     Only indices are read (the batch sampler), no row is loaded or padded.
     """
@@ -45,8 +43,8 @@ def check_evaluation_plan(eval_dl, n_rows: int, num_replicas: int = 1, order: Se
         shards = [list(BatchSamplerShard(sampler, num_processes=num_replicas, process_index=r, even_batches=True))
                   for r in range(num_replicas)]
         if len({len(s) for s in shards}) != 1:
-            raise TrainingError(f"the evaluation loader gives the {num_replicas} replicas different numbers of "
-                                f"batches ({[len(s) for s in shards]}): the gather would hang or mix batches")
+            raise ValueError(f"the evaluation loader gives the {num_replicas} replicas different numbers of "
+                             f"batches ({[len(s) for s in shards]}): the gather would hang or mix batches")
         steps = [[i for piece in pieces for i in piece] for pieces in zip(*shards)]
     else:
         steps = [list(b) for b in sampler]
@@ -58,16 +56,16 @@ def check_evaluation_plan(eval_dl, n_rows: int, num_replicas: int = 1, order: Se
     want = list(range(n_rows)) if order is None else [int(i) for i in order]
     if [int(i) for i in rows] != want:
         missing = len(set(want) - set(rows))
-        raise TrainingError(f"the evaluation loader's plan gives {len(rows)} rows ({len(set(rows))} distinct, "
-                            f"{missing} test rows missing) for {n_rows} test rows: check eval_batch_size, the "
-                            "bucket boundaries (the largest must hold every test query) and drop_last=False")
+        raise ValueError(f"the evaluation loader's plan gives {len(rows)} rows ({len(set(rows))} distinct, "
+                         f"{missing} test rows missing) for {n_rows} test rows: check eval_batch_size, the "
+                         "bucket boundaries (the largest must hold every test query) and drop_last=False")
     return len(steps)
 
 
 def rows_kept(batches, n_rows: int):
     """The evaluation batches (tensors or arrays of one value per row, in order) as one NumPy array of exactly
     ``n_rows`` rows: each batch copied to the host once, the rows still due kept (`rows_still_due`: only the last
-    batch's repeats are cut). Raises `TrainingError` when the batches hold fewer rows."""
+    batch's repeats are cut). Raises a ValueError when the batches hold fewer rows."""
     import numpy as np
 
     out, seen = [], 0
@@ -76,7 +74,7 @@ def rows_kept(batches, n_rows: int):
         out.append((b.cpu().numpy() if hasattr(b, "cpu") else np.asarray(b))[:keep])
         seen += keep
     if seen != n_rows:
-        raise TrainingError(f"the evaluation loader produced {seen} rows for {n_rows} test rows")
+        raise ValueError(f"the evaluation loader produced {seen} rows for {n_rows} test rows")
     return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
 
 

@@ -1,17 +1,6 @@
-"""Self-checks for notebook 05's exercises (BANKING77 with Accelerate, length buckets). The bucket boundaries
-themselves are notebook 01's exercise 3 (`tpu_helpers.xla_tf.exercise_checks.check_bucket_boundaries`).
-
-* `check_collate`: ``make_collate(tokenizer)`` must give a collate function that pads every batch to the length
-  the bucket sampler chose: the batches are made from the notebook's data, checked value by value, and run
-  through a small BERT on the XLA device, where the compilations are counted.
-* `check_gather_step`: ``gather_step(accelerator, preds, labels, seen, n_rows)`` must bring one batch's
-  predictions from every replica to the host and keep only rows that are still due, so the evaluation returns
-  exactly one prediction per test row, without compiling a new graph. (The reference uses ``accelerator.gather``:
-  on XLA ``gather_for_metrics`` cuts rows by a flag that the loader's prefetch thread sets early; see
-  the evaluation loop of notebook 05's training function, with `tpu_helpers.banking77.evaluation.rows_on_host`.)
-
-The checks run the learner's code and test what it does (values, shapes, counts from XLA), never its text.
-"""
+"""Self-checks for notebook 05's exercises: `check_collate` (batches padded to the sampler's length, value by value,
+at most one XLA graph per bucket) and `check_gather_step` (one prediction per test row, no new graph). They run the
+learner's code and test what it does, never its text."""
 from __future__ import annotations
 
 from typing import Any, Callable, Sequence

@@ -1,55 +1,8 @@
-"""Launch a training function from a notebook, the right way for where it runs.
-
-    plan = launch.plan_launch(rt)            # rt = tpu_helpers.core.runtime.detect_runtime()
-    print(plan.describe())
-    launch.prepare_environment(plan)        # before importing accelerate / transformers
-    # notebook 05's cell tagged "launch" (launch_training) then runs the training function on every replica;
-    # tests and benchmarks run that very cell through tpu_helpers.banking77.notebook_run.run_as_notebook
-
-Notebook 05 writes the launch out in a cell tagged ``launch`` (``launch_training``: ``notebook_launcher(training_function,
-args, num_processes=plan.num_processes)``, ``torch_xla.launch`` on a Cloud TPU VM, ``debug_launcher`` for CPU
-replicas) with `check_kernel` before it and `reset_accelerate_state` after it;
-`tpu_helpers.banking77.notebook_run.run_as_notebook` runs that very cell's code (generated into
-`tpu_helpers.banking77.lesson_cells`) for tests and benchmarks and reads the report back.
-
-`plan_launch` is a pure function of the runtime and the environment (both injectable), so every branch is
-unit-tested without a TPU or a GPU:
-
-========================  ====================================================================================
-where                     what runs
-========================  ====================================================================================
-Colab / Kaggle TPU VM     ``accelerate.notebook_launcher`` with ``PJRT_DEVICE=TPU``: its TPU branch calls
-                          ``xmp.spawn(..., start_method="fork")`` and ignores ``num_processes`` (it takes that
-                          branch only when it sees Colab or Kaggle *and* ``TPU_NAME`` is set or
-                          ``PJRT_DEVICE == "TPU"``). Under PJRT torch_xla starts **one process per chip** and one
-                          thread per TPU device in it (``torch_xla/_internal/tpu.py`` ``num_local_processes``,
-                          ``_internal/pjrt.py`` ``_run_thread_per_device``): a v3-8 runs 4 processes x 2
-                          threads = 8 replicas, a v4-8 4 x 1 (a v4 chip's two TensorCores are one device), a
-                          v5e-8 or v6e-8 8 x 1.
-Cloud TPU VM (plain)      ``torch_xla.launch(..., start_method="fork")`` directly, with Accelerate's own
-                          ``PrepareForLaunch(fn, distributed_type="XLA")`` wrapper: ``notebook_launcher`` has no
-                          TPU branch outside Colab/Kaggle (huggingface/accelerate#967) and would try the GPU path
-                          (#3358, #2893). The seed faked ``KAGGLE_TPU``/``TPU_NAME`` to get in; not needed here.
-several GPUs              ``notebook_launcher(num_processes=<GPUs>)``: one forked process per GPU, with
-                          ``USE_TORCH_XLA=0`` so Accelerate uses CUDA and not PyTorch/XLA.
-one GPU                   ``notebook_launcher(num_processes=1)``: runs in this process on the GPU (same env).
-CPU                       ``notebook_launcher(num_processes=1)`` with ``PJRT_DEVICE=CPU``, ``CPU_NUM_DEVICES=1``:
-                          one XLA:CPU device, **in this process** (so the XLA counters are this kernel's).
-CPU, several replicas     ``accelerate.debug_launcher(num_processes=N)``: N forked CPU processes with gloo
-                          collectives, Accelerate's own sharding and gather, **without XLA** (``USE_TORCH_XLA=0``,
-                          set before accelerate is imported) and with one OpenMP thread per process (a fork
-                          after a multi-threaded OpenMP op hangs): the rehearsal of a multi-replica TPU run. Several
-                          XLA:CPU processes are not used: their first all-reduce stops in a rendezvous timeout, and
-                          ``notebook_launcher(num_processes>1)`` on a CPU trains unsynchronised copies.
-legacy TPU Node           refused: PyTorch/XLA 2.x (PJRT) runs only on TPU VMs.
-========================  ====================================================================================
-
-`launch` refuses, with what to do, when the kernel is not clean for the plan: an ``Accelerator`` already exists
-(the training function must create the only one), or the device was already touched in this kernel where the
-launch forks processes that need it (a TPU, or CUDA before a multi-GPU fork). A single in-process XLA:CPU run
-does not need a pristine device, so re-running the cell works there.
-
-Source for the branch conditions: https://github.com/huggingface/accelerate/blob/v1.15.0/src/accelerate/launchers.py
+"""Launch notebook 05's training function the way this runtime needs: `plan_launch` (a pure function of the runtime
+and the environment, so every branch is unit-tested without a TPU), `prepare_environment` (before accelerate is
+imported), and `check_kernel`/`reset_accelerate_state` around the launch cell. Which launcher runs where, and why:
+notebook 05's "Why two launchers?"; the branch conditions: accelerate 1.15's ``launchers.py``
+(https://github.com/huggingface/accelerate/blob/v1.15.0/src/accelerate/launchers.py).
 """
 from __future__ import annotations
 

@@ -6,19 +6,150 @@ Edit the cells in the notebook, then run ./course links (a test fails while this
 # ruff: noqa: E402, F811, I001  (the cells' own imports, cell by cell, as the learner reads them)
 
 
-# ---- notebooks/05_banking77_accelerate.ipynb, cell 17 (tagged training-function): evaluate, training_function
+# ---- notebooks/05_banking77_accelerate.ipynb, cell 12: GlobalBatch, BucketBatchSampler, BucketedDataset, BucketCollator
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from transformers import DataCollatorWithPadding
+
+from tpu_helpers.shared.boundaries import BucketError, validate_boundaries
+
+
+@dataclass(frozen=True, eq=False)  # compared by identity: the indices are an array
+class GlobalBatch:
+    """One step's rows on every replica together, and the length they are padded to."""
+
+    indices: np.ndarray  # batch_size x num_replicas dataset indices
+    padded_length: int
+    real_rows: int  # rows that are not repeats (fewer only in a topped-up last evaluation batch)
+
+
+class BucketBatchSampler:
+    """Yields per-replica batches of (index, padded_length) pairs: every replica of a step pads to one length."""
+
+    def __init__(self, lengths, batch_size, boundaries, *, num_replicas=1, shuffle=True, drop_last=None, seed=0):
+        self.lengths = [int(n) for n in lengths]  # tokens per row, after truncation
+        self.boundaries = validate_boundaries(boundaries)
+        if batch_size < 1 or num_replicas < 1:
+            raise BucketError(f"batch_size ({batch_size}) and num_replicas ({num_replicas}) must be at least 1")
+        if max(self.lengths, default=0) > self.boundaries[-1]:
+            raise BucketError(f"a query has {max(self.lengths)} tokens, more than the largest bucket "
+                              f"({self.boundaries[-1]}): tokenize with truncation=True, max_length=<largest boundary>")
+        self.batch_size = int(batch_size)  # per replica: accelerate's BatchSamplerShard reads it
+        self.num_replicas = int(num_replicas)  # not "num_processes": accelerate would multiply the batch size by it
+        self.shuffle, self.seed, self.epoch = shuffle, int(seed), 0
+        self.drop_last = shuffle if drop_last is None else bool(drop_last)
+        if self.drop_last and len(self.lengths) < self.global_batch_size:
+            raise BucketError(f"{len(self.lengths)} samples are fewer than one global batch ({self.batch_size} x "
+                              f"{self.num_replicas} replicas): with drop_last there would be no step")
+
+    @property
+    def global_batch_size(self):
+        return self.batch_size * self.num_replicas
+
+    def set_epoch(self, epoch):
+        """Call it before each epoch, as for torch's DistributedSampler (iterating never moves the epoch on)."""
+        self.epoch = int(epoch)
+
+    def plan(self, epoch=None):
+        """The global batches of an epoch, in order: the same in every process (seeded with seed + epoch)."""
+        g = torch.Generator().manual_seed(self.seed + (self.epoch if epoch is None else int(epoch)))
+        bucket_of = np.searchsorted(self.boundaries, self.lengths, side="left")  # the smallest bucket that holds it
+        size, batches, carry = self.global_batch_size, [], np.zeros(0, dtype=np.int64)
+        for k, bound in enumerate(self.boundaries):
+            members = np.flatnonzero(bucket_of == k)
+            if self.shuffle:
+                members = members[torch.randperm(len(members), generator=g).numpy()]
+            pool = np.concatenate([carry, members])  # the smaller bucket's leftovers fit here too
+            full = len(pool) // size
+            batches += [GlobalBatch(pool[i * size:(i + 1) * size], int(bound), size) for i in range(full)]
+            carry = pool[full * size:]
+        if len(carry) and not self.drop_last:  # topped up with its own rows: the same shape (repeats cut later)
+            batches.append(GlobalBatch(np.resize(carry, size), int(self.boundaries[-1]), len(carry)))
+        if self.shuffle:  # so that lengths do not come in runs
+            batches = [batches[i] for i in torch.randperm(len(batches), generator=g).tolist()]
+        return batches
+
+    def __iter__(self):  # a global batch as num_replicas batches: BatchSamplerShard gives batch k to replica k % N
+        for batch in self.plan():
+            for r in range(self.num_replicas):
+                piece = batch.indices[r * self.batch_size:(r + 1) * self.batch_size]
+                yield [(int(i), batch.padded_length) for i in piece]
+
+    def __len__(self):
+        full, rest = divmod(len(self.lengths), self.global_batch_size)
+        return (full + (1 if rest and not self.drop_last else 0)) * self.num_replicas
+
+
+class BucketedDataset:
+    """A dataset read with the sampler's (index, padded_length) pairs: it returns (row, padded_length)."""
+
+    def __init__(self, dataset, columns=("input_ids", "token_type_ids", "attention_mask", "labels")):
+        self.dataset = dataset
+        self.columns = [c for c in columns if c in dataset.column_names]
+
+    def __len__(self):
+        return len(self.dataset)
+
+    def __getitem__(self, key):
+        i, length = key
+        row = self.dataset[int(i)]
+        return {c: row[c] for c in self.columns}, int(length)
+
+    def __getitems__(self, keys):  # torch's DataLoader reads a batch at once: one read of the datasets.Dataset
+        rows = self.dataset[[int(i) for i, _ in keys]]
+        return [({c: rows[c][j] for c in self.columns}, int(length)) for j, (_, length) in enumerate(keys)]
+
+
+class BucketCollator:
+    """Pads each batch to the length that came with it (fixed_length: the seed's one length), counting tokens."""
+
+    def __init__(self, tokenizer, fixed_length=None):
+        self.tokenizer, self.fixed_length = tokenizer, fixed_length
+        self.reset()
+
+    def reset(self):
+        self.real_tokens = self.computed_tokens = 0
+        self.sequence = []  # (rows, padded length) of each batch since reset(), in order
+
+    def stats(self):
+        shapes = sorted(Counter(self.sequence).items())
+        return {"real_tokens": self.real_tokens, "computed_tokens": self.computed_tokens,
+                "shapes": {f"{rows}x{length}": n for (rows, length), n in shapes}}
+
+    def __call__(self, items):
+        if self.fixed_length is None:
+            rows, lengths = [row for row, _ in items], {int(length) for _, length in items}
+            if len(lengths) != 1:
+                raise BucketError(f"one batch asks for several padded lengths {sorted(lengths)}")
+            length = lengths.pop()
+        else:  # plain rows, or (row, length) pairs whose length is ignored
+            rows, length = [it[0] if isinstance(it, tuple) else it for it in items], self.fixed_length
+        real = [len(row["input_ids"]) for row in rows]
+        if max(real) > length:
+            raise BucketError(f"a row has {max(real)} tokens, more than the padded length {length}: tokenize with "
+                              f"truncation=True and max_length <= {length}")
+        self.real_tokens += sum(real)
+        self.computed_tokens += len(rows) * length
+        self.sequence.append((len(rows), length))
+        return DataCollatorWithPadding(self.tokenizer, padding="max_length", max_length=length)(rows)
+
+
+# ---- notebooks/05_banking77_accelerate.ipynb, cell 22 (tagged training-function): evaluate, training_function
 import torch
 from accelerate import Accelerator
 from accelerate.utils import set_seed
 from transformers import get_linear_schedule_with_warmup
 
-from tpu_helpers.banking77.run_log import RunLog
+from tpu_helpers.banking77.evaluation import rows_on_host, weighted_f1
 from tpu_helpers.banking77.loaders import make_loaders
 from tpu_helpers.xla_torch.scalars import scalars_as_graph_inputs
 
 
-def evaluate(accelerator, model, eval_dl, autocast):
-    """Every evaluation batch's predictions and labels, gathered from every replica (the repeats cut later)."""
+def evaluate(accelerator, model, eval_dl, n_rows, autocast):
+    """One prediction per evaluation row, with its label, gathered from every replica (in the loader's order)."""
     model.eval()
     gathered = []
     for batch in eval_dl:
@@ -26,14 +157,13 @@ def evaluate(accelerator, model, eval_dl, autocast):
             predictions = model(**batch).logits.argmax(dim=-1)
         # gather, not gather_for_metrics: on XLA that one drops real rows ("Why gather?" at the end)
         gathered.append(accelerator.gather((predictions, batch["labels"])))
-    return gathered
+    return rows_on_host(gathered, n_rows)  # each batch copied to the host once; the last batch's repeats cut
 
 
-def training_function(model, train_ds, eval_ds, config, tokenizer=None):
-    """Runs once per replica (TPU device). The model comes from outside; the Accelerator is made here."""
+def training_function(model, train_ds, eval_ds, config, tokenizer=None, log=None):
+    """Runs once per replica (TPU device). The model comes from outside; the Accelerator is made here.
+    ``log`` (optional, the course's RunLog) measures the run; leave it out in your own project."""
     # bf16 on a TPU is autocast: bf16 matmuls, float32 weights, gradients and AdamW state (torch_xla's advice).
-    # Accelerator(mixed_precision="bf16") would set XLA_USE_BF16=1 there: every float tensor, weights included, in
-    # bf16, where a small update rounds away (and torch_xla calls it deprecated).
     bf16 = config.mixed_precision == "bf16"
     accelerator = Accelerator(mixed_precision="no" if bf16 else config.mixed_precision)
     autocast = torch.autocast("xla", dtype=torch.bfloat16, enabled=bf16)
@@ -46,11 +176,12 @@ def training_function(model, train_ds, eval_ds, config, tokenizer=None):
     scheduler = get_linear_schedule_with_warmup(optimizer, int(config.warmup_ratio * total_steps), total_steps)
     model, optimizer, train_dl, eval_dl, scheduler = accelerator.prepare(
         model, optimizer, loaders.train, loaders.eval, scheduler)
-    log = RunLog(accelerator, config, loaders, steps_per_epoch=len(train_dl))  # counters, timers, bar, report
+    log = log(accelerator, config, loaders, len(train_dl)) if log else None  # optional: the course's measuring
 
-    loss_sum = None  # summed on the device, read once per epoch: no host sync inside the loop
-    for epoch in range(1, config.epochs + 1):
-        log.start_epoch(epoch)
+    loss_sum = None  # summed on the device, read once per epoch (by the log): no host sync inside the loop
+    for epoch in range(config.epochs):
+        if config.padding == "buckets":  # new batches every epoch, the same plan on every replica
+            loaders.train.batch_sampler.set_epoch(epoch)
         model.train()
         for batch in train_dl:
             with autocast:
@@ -60,14 +191,16 @@ def training_function(model, train_ds, eval_ds, config, tokenizer=None):
             scheduler.step()
             optimizer.zero_grad()
             loss_sum = loss.detach() if loss_sum is None else loss_sum + loss.detach()
-            log.step()
-        log.end_training(loss_sum)
+        log and log.end_training(loss_sum)  # optional: the loss, XLA's counters, the time
 
-        log.end_epoch(evaluate(accelerator, model, eval_dl, autocast))  # one prediction per test query, F1
-    return log.report(model)  # every replica: steps and weights compared; the report on the main replica
+        predictions, labels = evaluate(accelerator, model, eval_dl, loaders.eval_rows, autocast)
+        if accelerator.is_main_process:  # not accelerator.print: XLA:CPU's one device is not "local main" for it
+            print(f"epoch {epoch + 1}: weighted F1 {weighted_f1(predictions, labels):.3f}")
+        log and log.end_epoch(predictions, labels)  # optional
+    return log.report(model) if log else None  # every replica: steps and weights compared; the report on replica 0
 
 
-# ---- notebooks/05_banking77_accelerate.ipynb, cell 21 (tagged launch): launch_training
+# ---- notebooks/05_banking77_accelerate.ipynb, cell 26 (tagged launch): launch_training
 from accelerate import debug_launcher, notebook_launcher
 
 from tpu_helpers.banking77 import launch

@@ -1,48 +1,12 @@
-"""Notebook 05's data loaders with static shapes: `make_loaders` (before ``accelerator.prepare``) returns `Loaders`.
-
-With ``padding="buckets"`` (notebook 05's default) the batches come from
-`tpu_helpers.banking77.buckets.BucketBatchSampler` (similar lengths padded to one of a few fixed lengths, the same on
-every replica at every step, new batches every epoch); with ``"max_length"`` (the seed's way) every query is padded to
-one length and the training loader drops its last incomplete batch. Before any training time is spent it replays the
-evaluation plan on the host (`tpu_helpers.banking77.evaluation.check_evaluation_plan`). `Loaders.eval_order` is the
-dataset index of each gathered prediction.
-"""
+"""Notebook 05's loaders with static shapes: `make_loaders` (before ``accelerator.prepare``), the evaluation plan
+checked on the host before any training (`evaluation.check_evaluation_plan`)."""
 from __future__ import annotations
 
 from typing import Any, NamedTuple
 
 from tpu_helpers.banking77.config import PADDINGS, TrainConfig
-from tpu_helpers.banking77.errors import TrainingError
 
 __all__ = ["Loaders", "make_loaders"]
-
-
-class _CountingCollate:
-    """torch's default collate for rows that are already padded, counting real and computed tokens on the host."""
-
-    def __init__(self):
-        self.reset()
-
-    def reset(self) -> None:
-        self.real_tokens = 0
-        self.computed_tokens = 0
-        self.shapes: dict[tuple[int, int], int] = {}
-        self.sequence: list[tuple[int, int]] = []  # (rows, length) of each batch since reset(), in order
-
-    def stats(self) -> dict[str, Any]:
-        return {"real_tokens": self.real_tokens, "computed_tokens": self.computed_tokens,
-                "shapes": {f"{r}x{L}": n for (r, L), n in sorted(self.shapes.items())}}
-
-    def __call__(self, rows):
-        from torch.utils.data import default_collate
-
-        batch = default_collate(rows)
-        rows_n, length = batch["input_ids"].shape
-        self.real_tokens += int(batch["attention_mask"].sum()) if "attention_mask" in batch else rows_n * length
-        self.computed_tokens += rows_n * length
-        self.shapes[(rows_n, length)] = self.shapes.get((rows_n, length), 0) + 1
-        self.sequence.append((rows_n, length))
-        return batch
 
 
 class Loaders(NamedTuple):
@@ -67,8 +31,8 @@ def make_loaders(train_dataset, eval_dataset, config: TrainConfig, tokenizer=Non
       `tpu_helpers.banking77.buckets.BucketBatchSampler` makes global batches of similar lengths padded to
       ``config.boundaries``, split across ``num_replicas`` (same shape on every replica at every step). Evaluation
       may also pad to ``config.max_length``, for a test query longer than every training query.
-    * ``"max_length"`` with a tokenizer: unpadded datasets, shuffled batches padded to ``config.max_length``.
-    * ``"max_length"`` without a tokenizer: datasets already padded to one length (torch format).
+    * ``"max_length"`` (the seed's way): unpadded datasets and a tokenizer, shuffled batches padded to
+      ``config.max_length``.
     """
     from torch.utils.data import DataLoader
 
@@ -76,18 +40,18 @@ def make_loaders(train_dataset, eval_dataset, config: TrainConfig, tokenizer=Non
     from tpu_helpers.shared.boundaries import validate_boundaries
 
     if config.padding not in PADDINGS:
-        raise TrainingError(f"padding={config.padding!r}: choose one of {', '.join(PADDINGS)}")
+        raise ValueError(f"padding={config.padding!r}: choose one of {', '.join(PADDINGS)}")
     if config.padding == "buckets":
         if tokenizer is None or not config.boundaries:
-            raise TrainingError("padding='buckets' needs the tokenizer (it pads each batch) and config.boundaries "
-                                "(e.g. tpu_helpers.shared.boundaries.choose_boundaries(lengths, max_length))")
+            raise ValueError("padding='buckets' needs the tokenizer (it pads each batch) and config.boundaries "
+                             "(e.g. tpu_helpers.shared.boundaries.choose_boundaries(lengths, max_length))")
         bounds = validate_boundaries(config.boundaries, config.max_length)
         # a test query longer than every training query (rare) still fits: evaluation may also pad to max_length
         eval_bounds = tuple(sorted(set(bounds) | ({config.max_length} if config.max_length else set())))
         g = config.batch_size * num_replicas
         if len(train_dataset) < g:
-            raise TrainingError(f"the training set ({len(train_dataset)} rows) is smaller than one global batch "
-                                f"({g}); lower BATCH_SIZE or use more data.")
+            raise ValueError(f"the training set ({len(train_dataset)} rows) is smaller than one global batch "
+                             f"({g}); lower BATCH_SIZE or use more data.")
         train_lengths = [len(x) for x in train_dataset["input_ids"]]
         eval_lengths = [len(x) for x in eval_dataset["input_ids"]]
         train_sampler = BucketBatchSampler(train_lengths, config.batch_size, bounds, num_replicas=num_replicas,
@@ -100,16 +64,13 @@ def make_loaders(train_dataset, eval_dataset, config: TrainConfig, tokenizer=Non
         order = [int(i) for b in eval_sampler.plan(0) for i in b.indices[:b.real_rows]]
         return _checked(Loaders(train_dl, eval_dl, train_collate, eval_collate, order), num_replicas)
     if len(train_dataset) < config.batch_size:
-        raise TrainingError(f"the training set ({len(train_dataset)} rows) is smaller than one batch "
-                            f"({config.batch_size}); with drop_last=True there would be no step. Lower BATCH_SIZE "
-                            "or use more data.")
-    if tokenizer is not None:
-        if not config.max_length:
-            raise TrainingError("padding='max_length' with a tokenizer needs config.max_length")
-        train_collate = BucketCollator(tokenizer, fixed_length=config.max_length)
-        eval_collate = BucketCollator(tokenizer, fixed_length=config.max_length)
-    else:
-        train_collate, eval_collate = _CountingCollate(), _CountingCollate()
+        raise ValueError(f"the training set ({len(train_dataset)} rows) is smaller than one batch "
+                         f"({config.batch_size}); with drop_last=True there would be no step. Lower BATCH_SIZE "
+                         "or use more data.")
+    if tokenizer is None or not config.max_length:
+        raise ValueError("padding='max_length' needs the tokenizer (it pads each batch) and config.max_length")
+    train_collate = BucketCollator(tokenizer, fixed_length=config.max_length)
+    eval_collate = BucketCollator(tokenizer, fixed_length=config.max_length)
     train_dl = DataLoader(train_dataset, batch_size=config.batch_size, shuffle=True, drop_last=True,
                           collate_fn=train_collate)
     eval_dl = DataLoader(eval_dataset, batch_size=config.eval_batch_size, shuffle=False, drop_last=False,

@@ -1,23 +1,7 @@
-"""Several replicas, one training: the checks `RunLog` runs where the training function runs more than once.
-
-Every replica builds the same global plan (the same sampler from the same data, seed and boundaries) and takes its
-share. A replica that plans one step more, or pads a step to another length, does not fail by itself: on a TPU it
-waits in the next all-reduce for partners that never come (a hang), and on gloo its gradients are averaged with
-batches of another shape (a silent divergence). So before the first step the replicas compare their plans, and at
-the end they compare what they actually did:
-
-* `planned_steps`: this replica's view of the global plan, ``(rows, padded length)`` of every batch of every epoch
-  (`batch_plan`); `check_plans_agree` all-gathers the plans (`gather_plans`) and raises `ReplicaMismatchError`
-  naming the replicas that differ and the first step where they do (`plan_problems`). Notebook 07's Lightning
-  replicas make the same comparison before each epoch (`tpu_helpers.trainers.replicas`).
-* `wait_for_all`: on gloo (the CPU rehearsal) a ``monitored_barrier`` at the start of training and at the end of
-  every epoch's training waits at most ``timeout_s`` and names the replicas that did not arrive, instead of hanging.
-* `weights_digest`: 63 bits of a SHA-256 of every parameter, to show the replicas' weights are identical.
-* `gather_rows`: equal-length integer records of each replica (its batch shapes per step), gathered to every
-  replica as one list per replica.
-
-Written here, not taken from a library: accelerate and torch.distributed gather tensors, but none compares the
-replicas' plans or names the one that differs.
+"""Several replicas, one training: `RunLog` compares the replicas' plans before the first step (`check_plans_agree`,
+raising `ReplicaMismatchError` naming the replica that differs: on a TPU it would hang in an all-reduce), names a
+replica that does not reach the end of an epoch on gloo (`wait_for_all`), and gathers what each one did
+(`gather_rows`, `weights_digest`). Notebook 07's Lightning replicas make the same comparison (`trainers.replicas`).
 """
 from __future__ import annotations
 
@@ -26,13 +10,11 @@ import sys
 from datetime import timedelta
 from typing import Any, Iterable, Sequence
 
-from tpu_helpers.banking77.errors import TrainingError
-
 __all__ = ["ReplicaMismatchError", "batch_plan", "plan_problems", "gather_plans", "planned_steps",
            "check_plans_agree", "wait_for_all", "weights_digest", "gather_rows"]
 
 
-class ReplicaMismatchError(TrainingError):
+class ReplicaMismatchError(ValueError):
     """The replicas do not plan (or did not do) the same training; the message names the replicas."""
 
 

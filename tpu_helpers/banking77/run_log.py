@@ -1,18 +1,11 @@
-"""The bookkeeping of notebook 05's training function: `RunLog` and the `TrainReport` it writes.
+"""The course's measuring around notebook 05's training function: `RunLog` (its optional ``log``) and `TrainReport`.
 
-The training function itself (``Accelerator`` inside, ``prepare``, the loop, the gathered evaluation) is written in
-the notebook, in the cell tagged ``training-function`` (generated into `tpu_helpers.banking77.lesson_cells`), where
-the learner reads and changes it; it uses:
-
-    loaders = make_loaders(train_ds, eval_ds, config, tokenizer, num_replicas=accelerator.num_processes)
-    log = RunLog(accelerator, config, loaders, steps_per_epoch=len(train_dl))
-    log.start_epoch(epoch); log.step(); log.end_training(loss_sum); log.end_epoch(gathered); log.report()
-
-`RunLog`: per epoch the mean loss (one host read of the loss summed on the device, all-reduced only with several
-replicas), F1 on exactly one prediction per test row (the gathered batches cut on the host, then put back in the test
-set's order), samples/s, the tokens computed and real, the batch shapes and the XLA counters
-(`tpu_helpers.xla_torch.counters.XlaCounters`); a tqdm bar on the main process; after epoch 1 an estimate of the time
-left; at the end a `TrainReport` (also written to ``config.report_path``: a forked replica cannot return it).
+The function (the cell tagged ``training-function``) calls it where a learner's copy would leave it out:
+``log = log(accelerator, config, loaders, steps_per_epoch)``, then per epoch ``log.end_training(loss_sum)`` and
+``log.end_epoch(predictions, labels)``, and ``log.report(model)``. It reads the device once per epoch (the loss
+summed on the device), and records samples/s, tokens computed and real, batch shapes and XLA's counters
+(`tpu_helpers.xla_torch.counters.XlaCounters`); the report is also written to ``config.report_path`` (a forked
+replica cannot return it).
 """
 from __future__ import annotations
 
@@ -128,13 +121,7 @@ class TrainReport:
 
 
 class RunLog:
-    """The training function's bookkeeping, kept out of the loop: counters, timers, the bar, F1 and the report.
-
-    It never reads the device inside the training loop: `end_training` reads the summed loss once per epoch, and
-    `end_epoch` copies the gathered evaluation batches to the host once each. The bar is updated by hand: wrapping
-    the prepared loader in ``tqdm`` would call ``iter()`` on it once more, and on XLA every ``iter()`` starts a
-    ``MpDeviceLoader`` thread that prefetches batches for nothing.
-    """
+    """The training function's optional bookkeeping: counters, timers, the loss read once per epoch, the report."""
 
     def __init__(self, accelerator, config: TrainConfig, loaders: Loaders, steps_per_epoch: int):
         from accelerate.utils import DistributedType
@@ -155,8 +142,8 @@ class RunLog:
         self.predictions: list[int] = []
         self.references: list[int] = []
         self._loss_read = 0.0
-        self._bar = self._counters = None
-        self._step_times: list[float] = []
+        self.epoch = 1
+        self._start_epoch()
 
     def _compilations(self) -> int | None:
         if not self.on_xla:
@@ -175,24 +162,9 @@ class RunLog:
         self._start = time.perf_counter()
         return counters
 
-    def start_epoch(self, epoch: int) -> None:
-        """Before epoch ``epoch`` (1, 2, ...): new bucketed batches, counters and timer started, a bar."""
-        from tqdm.auto import tqdm
-
-        self.epoch = epoch
-        sampler = self.loaders.train.batch_sampler
-        if hasattr(sampler, "set_epoch"):  # the bucket sampler: new batches every epoch, the same plan everywhere
-            sampler.set_epoch(epoch - 1)
+    def _start_epoch(self) -> None:
         self.loaders.train_collate.reset()
         self._counters = self._start_counters()
-        self._step_times = [self._start]
-        self._bar = tqdm(total=self.steps_per_epoch, desc=f"epoch {epoch}/{self.config.epochs}", leave=False,
-                         disable=not (self.main and self.config.progress), mininterval=2.0)
-
-    def step(self) -> None:
-        """After each training step (host time only: no device read)."""
-        self._bar.update(1)
-        self._step_times.append(time.perf_counter())
 
     def end_training(self, loss_sum) -> None:
         """After the epoch's last step: read the loss summed on the device since the start (once), then time the
@@ -206,34 +178,20 @@ class RunLog:
         self._mean_loss = (total - self._loss_read) / (self.steps_per_epoch * self.n_proc)
         self._loss_read = total
         self._train_seconds = time.perf_counter() - self._start
-        self._bar.close()
         self._train_xla = self._counters.update().as_dict() if self._counters else None
         self._train_tokens = self.loaders.train_collate.stats()
         self.step_shapes += [list(shape) for shape in self.loaders.train_collate.sequence]
-        if self.epoch == 1 and self.config.epochs > 1 and self.main and self.config.progress:
-            print(self.estimate())
         self.loaders.eval_collate.reset()
         self._counters = self._start_counters()
 
-    def estimate(self) -> str:
-        """The time the remaining epochs should take, from the median step of the second half of epoch 1 (by then
-        most batch shapes are compiled; the median ignores the steps that still compile)."""
-        gaps = [b - a for a, b in zip(self._step_times, self._step_times[1:])]
-        gaps = sorted(gaps[len(gaps) // 2:])
-        median = gaps[len(gaps) // 2] if gaps else float("nan")
-        left = self.config.epochs - self.epoch
-        return (f"epoch {self.epoch}: {self.steps_per_epoch} steps in {self._train_seconds:.1f} s (compiling "
-                f"included); median step of its second half {median * 1000:.0f} ms: the {left} epoch(s) left should "
-                f"train in about {median * self.steps_per_epoch * left:.0f} s, plus evaluation")
-
-    def end_epoch(self, gathered) -> EpochStats:
-        """After the evaluation loop: ``gathered`` holds ``accelerator.gather((predictions, labels))`` of every
-        evaluation batch; exactly one row per test row is kept, in the test set's order, and scored."""
+    def end_epoch(self, predictions, labels) -> EpochStats:
+        """After the evaluation: one prediction and label per test row (`lesson_cells.evaluate`), put back in the
+        test set's order and scored; then the next epoch's counters start."""
         import numpy as np
 
-        from tpu_helpers.banking77.evaluation import rows_on_host, weighted_f1
+        from tpu_helpers.banking77.evaluation import weighted_f1
 
-        preds, refs = rows_on_host(gathered, self.loaders.eval_rows)
+        preds, refs = np.asarray(predictions), np.asarray(labels)
         if self.loaders.eval_order is not None:  # bucketed evaluation runs in length order: back to the test order
             back = np.argsort(np.asarray(self.loaders.eval_order))
             preds, refs = preds[back], refs[back]
@@ -250,8 +208,10 @@ class RunLog:
             eval_tokens=self.loaders.eval_collate.stats())
         self.epochs.append(stats)
         if self.main and self.config.progress:
-            print(f"epoch {stats.epoch}: loss {stats.loss:.4f}  F1 {stats.f1:.3f}  {stats.samples_per_second:.1f} "
-                  f"samples/s  {stats.tokens_per_real_token:.2f} tokens per real token")
+            print(f"epoch {stats.epoch}: loss {stats.loss:.4f}  {stats.samples_per_second:.1f} samples/s  "
+                  f"{stats.tokens_per_real_token:.2f} tokens per real token  ({stats.train_seconds:.1f} s training)")
+        self.epoch += 1
+        self._start_epoch()
         return stats
 
     def report(self, model=None) -> TrainReport | None:

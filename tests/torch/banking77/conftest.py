@@ -6,15 +6,13 @@ import pytest
 
 def _evaluate_as_notebook_05(accelerator, model, eval_dl, n_rows: int):
     """Notebook 05's own evaluation (``evaluate`` in its cell tagged ``training-function``, generated into
-    `tpu_helpers.banking77.lesson_cells`), then the cut `RunLog.end_epoch` makes (`rows_on_host`): predictions and
-    labels of every test row, exactly once. It gathers with ``accelerator.gather``, never ``gather_for_metrics``
+    `tpu_helpers.banking77.lesson_cells`): predictions and labels of every test row, exactly once. It gathers with ``accelerator.gather``, never ``gather_for_metrics``
     (which loses rows on XLA: the "Why gather?" section of notebook 05, and test_evaluation.py)."""
     import contextlib
 
-    from tpu_helpers.banking77.evaluation import rows_on_host
     from tpu_helpers.banking77.lesson_cells import evaluate
 
-    return rows_on_host(evaluate(accelerator, model, eval_dl, contextlib.nullcontext()), n_rows)
+    return evaluate(accelerator, model, eval_dl, n_rows, contextlib.nullcontext())
 
 
 @pytest.fixture

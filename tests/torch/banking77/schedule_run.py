@@ -23,10 +23,10 @@ def main(mode: str) -> None:
     use_framework("torch")  # XLA_NO_SPECIAL_SCALARS=1, before torch_xla is imported
     import numpy as np
     import torch
+    from course_support.banking77 import run_as_notebook
 
     from tpu_helpers.banking77 import dataset, launch, lesson_cells
     from tpu_helpers.banking77.config import TrainConfig
-    from tpu_helpers.banking77.notebook_run import run_as_notebook
     from tpu_helpers.core.runtime import Runtime
 
     if mode == "variable-only":

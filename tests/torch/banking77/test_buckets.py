@@ -5,6 +5,7 @@ torch and transformers are imported inside the tests (pytest may also import Ten
 """
 import numpy as np
 import pytest
+from course_support import banking77 as support
 
 from tpu_helpers.banking77 import buckets
 from tpu_helpers.banking77.buckets import BucketBatchSampler, BucketError
@@ -143,13 +144,14 @@ def test_collator_refuses_rows_longer_than_their_bucket_and_mixed_lengths():
     assert tuple(fixed([row, row])["input_ids"].shape) == (2, 12)
 
 
-def test_plan_stats_count_tokens_and_shapes():
+def test_plan_counts_tokens_and_shapes():
     lens = [4] * 16 + [20] * 16
     s = BucketBatchSampler(lens, 16, BOUNDS, shuffle=False)
-    st = s.stats()
-    assert (st.batches, st.samples, st.real_tokens, st.computed_tokens) == (2, 32, 16 * 4 + 16 * 20, 16 * 16 + 16 * 24)
-    assert st.shapes == {(16, 16): 1, (16, 24): 1}
-    assert st.tokens_per_real_token == pytest.approx((16 * 16 + 16 * 24) / (16 * 24))
+    plan = s.plan()
+    computed = sum(len(b.indices) * b.padded_length for b in plan)
+    real = sum(lens[i] for b in plan for i in b.indices[:b.real_rows])
+    assert (len(plan), real, computed) == (2, 16 * 4 + 16 * 20, 16 * 16 + 16 * 24)
+    assert sorted(b.padded_length for b in plan) == [16, 24]
 
 
 def test_bad_settings_get_clear_errors():
@@ -160,9 +162,9 @@ def test_bad_settings_get_clear_errors():
 
 
 def test_epoch_batches_builds_one_epoch_per_strategy():
-    """What benchmarks/bench_padding.py and bench_buckets_bert.py compare (issue 29: one source, in the package)."""
+    """What benchmarks/bench_padding.py and bench_buckets_bert.py compare (test-only: course_support)."""
     lens = lengths(400, seed=3, longest=64)
-    out = {s: buckets.epoch_batches(lens, s, batch_size=32, max_length=64)
+    out = {s: support.epoch_batches(lens, s, batch_size=32, max_length=64)
            for s in ("max_length", "longest", "multiple_of_32", "buckets")}
     for strategy, (epoch, bounds) in out.items():
         seen = [i for idx, _ in epoch for i in idx]
@@ -180,20 +182,20 @@ def test_epoch_batches_builds_one_epoch_per_strategy():
 
 def test_epoch_batches_is_the_sampler_plan_and_the_padding_strategy_and_plain_ints():
     lens = lengths(200, seed=5, longest=64)
-    epoch, bounds = buckets.epoch_batches(lens, "buckets", batch_size=16, max_length=64, max_buckets=2, seed=7)
+    epoch, bounds = support.epoch_batches(lens, "buckets", batch_size=16, max_length=64, max_buckets=2, seed=7)
     assert bounds == list(choose_boundaries(lens, 64, max_buckets=2))
     plan = BucketBatchSampler(lens, 16, bounds, seed=7).plan(0)
     assert [(idx, w) for idx, w in epoch] == [(b.indices.tolist(), b.padded_length) for b in plan]
     assert all(type(i) is int for idx, _ in epoch for i in idx)
     with pytest.raises(ValueError, match="unknown padding strategy"):
-        buckets.epoch_batches(lens, "bucket", batch_size=16, max_length=64)
+        support.epoch_batches(lens, "bucket", batch_size=16, max_length=64)
 
 
 def test_padded_tensors_pad_on_the_right_with_a_mask():
     ids = [[5, 6, 7], [8], [9, 10]]
-    out = buckets.padded_tensors(ids, [2, 0, 1], 4)
+    out = support.padded_tensors(ids, [2, 0, 1], 4)
     assert out["input_ids"].tolist() == [[9, 10, 0, 0], [5, 6, 7, 0], [8, 0, 0, 0]]
     assert out["attention_mask"].tolist() == [[1, 1, 0, 0], [1, 1, 1, 0], [1, 0, 0, 0]]
-    assert buckets.padded_tensors(ids, [1], 2, pad_token_id=3)["input_ids"].tolist() == [[8, 3]]
-    with pytest.raises(BucketError, match="more than the padded length 2"):
-        buckets.padded_tensors(ids, [0], 2)
+    assert support.padded_tensors(ids, [1], 2, pad_token_id=3)["input_ids"].tolist() == [[8, 3]]
+    with pytest.raises(ValueError, match="more than the padded length 2"):
+        support.padded_tensors(ids, [0], 2)

@@ -14,6 +14,8 @@ pytest.importorskip("datasets")
 pytest.importorskip("transformers")
 
 
+from course_support.banking77 import write_csv_dir, write_hub_layout  # noqa: E402
+
 from tpu_helpers.banking77 import dataset  # noqa: E402
 from tpu_helpers.banking77.dataset import BANKING77_LABELS, Banking77Error  # noqa: E402
 
@@ -49,7 +51,7 @@ def test_synthetic_is_deterministic_and_learnable_by_its_words(synthetic):
 
 
 def test_hub_loader_reads_a_local_copy_of_the_parquet_branch(synthetic, tmp_path):
-    dataset.write_hub_layout(synthetic.dataset, tmp_path)
+    write_hub_layout(synthetic.dataset, tmp_path)
     assert (tmp_path / "default" / "train" / "0000.parquet").is_file()
     assert (tmp_path / "default" / "test" / "0000.parquet").is_file()
     data = dataset.load_banking77("hub", repo=str(tmp_path))
@@ -60,7 +62,7 @@ def test_hub_loader_reads_a_local_copy_of_the_parquet_branch(synthetic, tmp_path
 
 
 def test_csv_folder_round_trip_keeps_the_hub_label_ids(synthetic, tmp_path):
-    dataset.write_csv_dir(synthetic.dataset, tmp_path)
+    write_csv_dir(synthetic.dataset, tmp_path)
     header = next(csv.reader(open(tmp_path / "train.csv", encoding="utf-8")))
     assert header == ["text", "category"]
     data = dataset.load_banking77("csv", csv_dir=tmp_path)

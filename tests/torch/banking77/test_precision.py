@@ -16,8 +16,9 @@ from tpu_helpers.core.runtime import Runtime  # noqa: E402
 from tpu_helpers.shared.boundaries import choose_boundaries  # noqa: E402
 
 CPU_PLAN = launch.plan_launch(Runtime("cpu", "local"), env={}, ipython=None)
+from course_support.banking77 import run_as_notebook  # noqa: E402
+
 from tpu_helpers.banking77.lesson_cells import training_function  # noqa: E402  (notebook 05's cell)
-from tpu_helpers.banking77.notebook_run import run_as_notebook  # noqa: E402
 
 TPU_LR = scaled_learning_rate(3e-4, 256, 32)  # the tpu profile's rate on one device (notebook 05's rule): 3.75e-5
 

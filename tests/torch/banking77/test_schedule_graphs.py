@@ -3,6 +3,8 @@ in a process of its own): the last step's ``1 - lr * 0.01`` is 1.0 in float32 an
 training function makes every scalar a graph input (`tpu_helpers.xla_torch.scalars`). The control run keeps
 ``XLA_NO_SPECIAL_SCALARS=1`` (what `use_framework("torch")` sets) without that call: epoch 3 compiles a graph, so
 the variable alone does not do it (torch_xla 2.9 caches scalar inputs by value). About 80 s for both runs."""
+import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -16,7 +18,8 @@ def _run(mode: str) -> dict:
     return run_json_script(SCRIPT, mode, drop=("XLA_NO_SPECIAL_SCALARS", "PJRT_DEVICE"))
 
 
-def test_the_tpu_schedule_compiles_only_in_epoch_1_and_not_with_the_variable_alone():
+def test_the_tpu_schedule_compiles_only_in_epoch_1_and_not_with_the_variable_alone(monkeypatch):
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in sys.path if p))  # tests/ too: course_support
     course, control = _run("course"), _run("variable-only")
     last = 3 * course["steps_per_epoch"] - 1
     # the schedule reaches the factor 1.0 in epoch 3 (step 0 is lr = 0, a graph of its own anyway)
