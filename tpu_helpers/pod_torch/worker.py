@@ -84,8 +84,9 @@ def train_and_save(model, train_ds, eval_ds, config, tokenizer, save: str | None
 
     from tpu_helpers.banking77.lesson_cells import training_function
     from tpu_helpers.banking77.replicas import weights_digest
+    from tpu_helpers.banking77.run_log import RunLog
 
-    training_function(model, train_ds, eval_ds, config, tokenizer)
+    training_function(model, train_ds, eval_ds, config, tokenizer, RunLog)  # RunLog: the report notebook 08 reads
     state = PartialState()
     saved = None
     if state.is_main_process and save:  # one process of one host writes the model
