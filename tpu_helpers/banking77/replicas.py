@@ -5,10 +5,11 @@ replica that does not reach the end of an epoch on gloo (`wait_for_all`), and ga
 """
 from __future__ import annotations
 
-import hashlib
 import sys
 from datetime import timedelta
 from typing import Any, Iterable, Sequence
+
+from tpu_helpers.core import digests
 
 __all__ = ["ReplicaMismatchError", "batch_plan", "plan_problems", "gather_plans", "planned_steps",
            "check_plans_agree", "wait_for_all", "weights_digest", "gather_rows"]
@@ -123,13 +124,9 @@ def wait_for_all(accelerator: Any, where: str, timeout_s: float) -> None:
 
 
 def weights_digest(model: Any) -> int:
-    """A 63-bit digest of every parameter's values (SHA-256 of their bytes, in the model's order): equal digests,
-    equal weights. Reads the weights to the host: call it after training."""
-    h = hashlib.sha256()
-    for name, p in model.named_parameters():
-        h.update(name.encode())
-        h.update(p.detach().float().cpu().contiguous().numpy().tobytes())
-    return int.from_bytes(h.digest()[:8], "big") >> 1
+    """`core.digests.weights_digest` of a torch model's named parameters (read to the host: call it after training)."""
+    return digests.weights_digest((name, p.detach().float().cpu().contiguous().numpy())
+                                  for name, p in model.named_parameters())
 
 
 def gather_rows(accelerator: Any, rows: Sequence[Sequence[int]]) -> list[list[list[int]]]:

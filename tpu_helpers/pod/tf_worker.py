@@ -11,7 +11,6 @@ multi-worker tutorial does), ``--report``'s evidence per host, and `hosts.LOST_H
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import shutil
@@ -20,6 +19,7 @@ import tempfile
 import time
 from typing import Any, Sequence
 
+from tpu_helpers.core import digests
 from tpu_helpers.core.files import write_json_atomic
 from tpu_helpers.core.frameworks import import_tensorflow, use_framework
 from tpu_helpers.pod.hosts import LOST_HOST_EXIT
@@ -35,15 +35,10 @@ def load_job(path: str) -> dict[str, Any]:
         return json.loads(f.read())
 
 
-def weights_digest(variables: Sequence[Any]) -> str:
-    """SHA-256 of every variable's name, shape and bytes, in order: equal digests, equal weights. The name without its
-    first part: Keras numbers a second model's top scope (``tf_roberta_for_masked_lm_1/...``) in one process."""
-    h = hashlib.sha256()
-    for v in variables:
-        value = v.numpy()
-        h.update(f"{v.name.split('/', 1)[-1]}:{value.shape}:{value.dtype}".encode())
-        h.update(value.tobytes())
-    return h.hexdigest()
+def weights_digest(variables: Sequence[Any]) -> int:
+    """`core.digests.weights_digest` of TF variables; a name without its first part: Keras numbers a second model's
+    top scope (``tf_roberta_for_masked_lm_1/...``) in one process."""
+    return digests.weights_digest((v.name.split("/", 1)[-1], v.numpy()) for v in variables)
 
 
 def train(job: dict[str, Any], strategy, *, steps: int, report_dir: str | None, sleep_s: float = 0.0,
@@ -112,7 +107,7 @@ def train(job: dict[str, Any], strategy, *, steps: int, report_dir: str | None, 
               "input_contexts": contexts, "replicas_in_sync": strategy.num_replicas_in_sync,
               "local_replicas": len(strategy.extended.worker_devices), "rows_per_step": rows_per_step,
               "global_rows_per_step": global_rows, "losses": losses, "sources": sources,
-              "weights_sha256": weights_digest(model.variables), "checkpoint": saved if chief else None, "log": log_path,
+              "weights_digest": weights_digest(model.variables), "checkpoint": saved if chief else None, "log": log_path,
               "discarded_checkpoint": None if chief else saved}
     if report_dir:
         write_json_atomic(os.path.join(report_dir, f"host-{task}.json"), report)

@@ -230,8 +230,8 @@ def test_tf_worker_trains_saves_once_and_restores_in_one_process(tmp_path, tf):
     assert set(report["sources"]) <= {f"train-{i:05d}-8.tfrecord" for i in range(4)}
     assert json.loads((tmp_path / "log.json").read_text())["losses"] == report["losses"]
     assert len(list((tmp_path / "ckpt").glob("*.index"))) == 1
-    assert tf_worker.restore_digest(job, report["checkpoint"]) == report["weights_sha256"]
-    assert json.loads((tmp_path / "host-0.json").read_text())["weights_sha256"] == report["weights_sha256"]
+    assert tf_worker.restore_digest(job, report["checkpoint"]) == report["weights_digest"]
+    assert json.loads((tmp_path / "host-0.json").read_text())["weights_digest"] == report["weights_digest"]
 
 
 def test_tf_worker_step_without_shard_names_returns_no_string_tensor(tmp_path, tf):
