@@ -6,6 +6,7 @@ framework modules are passed in (or reached through the object given), so this m
 """
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 __all__ = ["accelerate_found_torch_xla", "xla_runtime_is_initialized", "accelerate_state_exists",
@@ -27,9 +28,12 @@ def accelerate_state_exists(state_module: Any) -> bool:
     return bool(state_module.AcceleratorState._shared_state) or bool(state_module.PartialState._shared_state)
 
 
-def reset_accelerate_state(state_module: Any) -> None:
-    """Forget every Accelerator of this process (``accelerate.state``): the ``_reset_state`` class methods that
-    accelerate's own test utilities call between runs (``accelerate.test_utils``)."""
+def reset_accelerate_state() -> None:
+    """Forget every Accelerator of this process, so the next launch starts clean (nothing to do before accelerate is
+    imported): the ``_reset_state`` class methods accelerate's own test utilities call between runs."""
+    state_module = sys.modules.get("accelerate.state")
+    if state_module is None:
+        return
     state_module.AcceleratorState._reset_state(reset_partial_state=True)
     state_module.GradientState._reset_state()
 

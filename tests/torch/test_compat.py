@@ -17,11 +17,11 @@ def test_accelerator_state_is_seen_and_reset():
     state = pytest.importorskip("accelerate.state")
     from accelerate import Accelerator
 
-    _compat.reset_accelerate_state(state)
+    _compat.reset_accelerate_state()
     assert not _compat.accelerate_state_exists(state)
     Accelerator(cpu=True)
     assert _compat.accelerate_state_exists(state)
-    _compat.reset_accelerate_state(state)
+    _compat.reset_accelerate_state()
     assert not _compat.accelerate_state_exists(state)
 
 

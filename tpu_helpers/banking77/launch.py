@@ -14,9 +14,9 @@ from typing import Any, Callable, Mapping, MutableMapping
 from tpu_helpers._compat import (
     accelerate_found_torch_xla,
     accelerate_state_exists,
+    reset_accelerate_state,  # re-exported: launch_training calls it after a run
     xla_runtime_is_initialized,
 )
-from tpu_helpers._compat import reset_accelerate_state as _compat_reset
 from tpu_helpers.core.runtime import Runtime, detect_runtime
 from tpu_helpers.core.tpu_lock import held_problem, libtpu_lock_holder
 
@@ -219,12 +219,3 @@ def check_kernel(plan: LaunchPlan, modules: Mapping[str, Any] | None = None,
                             "the notebook from the top.")
 
 
-def reset_accelerate_state() -> None:
-    """Forget every Accelerator of this process, so the next launch (or exercise check) starts clean.
-
-    `launch` calls it after an in-process run; it is the reset accelerate's own test utilities use between runs.
-    """
-    state = sys.modules.get("accelerate.state")
-    if state is None:
-        return
-    _compat_reset(state)
