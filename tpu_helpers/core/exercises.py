@@ -1,25 +1,9 @@
-"""Exercises with self-checks: the learner writes an answer, a check tests its *behaviour* and says what is wrong.
+"""Exercises with self-checks: a check tests the answer's *behaviour* and says in plain words what is wrong.
 
-The pattern in a notebook (three cells):
-
-    # exercise cell (tagged "exercise"): the learner fills it in
-    def masked_mean(per_token_loss, labels):
-        ...  # YOUR ANSWER
-        raise NotImplementedError
-
-    # check cell
-    masked_mean = nb01_checks.answer(masked_mean, SOLUTIONS)
-    exercises.report(nb01_checks.check_masked_mean(masked_mean))
-
-`answer()` returns the learner's answer, or the reference solution from the lesson package's ``solutions.py`` when
-solutions are switched on (the ``SOLUTIONS`` parameter, or ``TPU_COURSE_SOLUTIONS=1``, which ``./course test``
-and ``./course run`` set so CI proves every check passes on a right answer). Solutions live in
-each lesson package's ``solutions.py``, where a learner opens them on purpose.
-
-`report()` prints a plain-words verdict. An unattempted exercise (``NotImplementedError``) is reported as
-"not attempted yet" and does not stop "Run all"; a wrong answer is reported with what is wrong, and raises
-`ExerciseFailed` only in strict mode (solutions on, or ``TPU_COURSE_STRICT_EXERCISES=1``), so a broken check or
-solution fails CI while a learner's notebook keeps running.
+``answer()`` returns the learner's answer, or the reference from the lesson's ``solutions.py`` when solutions are on
+(``SOLUTIONS``, or ``TPU_COURSE_SOLUTIONS=1``: ``./course test`` and ``./course run`` set it); ``report()`` prints
+the verdict: an unattempted exercise does not stop "Run all", a wrong one raises ``ExerciseFailed`` only in strict
+mode (solutions on, or ``TPU_COURSE_STRICT_EXERCISES=1``), so CI proves every check passes on a right answer.
 """
 from __future__ import annotations
 

@@ -1,20 +1,7 @@
-"""Where is this notebook running? One answer, one line.
-
-`detect_runtime()` tells a Colab/Kaggle/Cloud TPU VM from a legacy TPU Node, a GPU and a plain CPU, and
-names the TPU slice (v2-8, v3-8, v5e-1, v5e-8, ...) with its chip and core counts when it can.
-
-Detection reads only the environment and files, and both are injectable (`env=`, `root=`), so every
-branch is unit-tested without a TPU. The facts it relies on:
-
-* TPU VMs expose the chips as device files: ``/dev/accel<N>`` for v2-v4, ``/dev/vfio/<N>`` for v5e, v5p,
-  v6e (the layout used by Google's ``tpu-info`` tool), and as PCI devices of vendor ``0x1ae0`` whose
-  device id gives the generation (the table torch_xla's ``_internal/tpu.py`` and JAX's
-  ``hardware_utils.py`` use).
-* Cloud TPU images, Kaggle and Colab set ``TPU_ACCELERATOR_TYPE`` (``v3-8``, ``v5litepod-8``, ...).
-* A legacy TPU *Node* is a remote machine: Colab exported its gRPC address as ``COLAB_TPU_ADDR``
-  (``IP:8470``); elsewhere ``TPU_NAME=grpc://IP:8470``. Colab removed Node runtimes in 2024, but old
-  notebooks and private setups still carry the variables, so they are still recognised.
-* Colab sets ``COLAB_RELEASE_TAG``; Kaggle sets ``KAGGLE_KERNEL_RUN_TYPE`` / ``KAGGLE_URL_BASE``.
+"""Where is this notebook running? `detect_runtime()`: a Colab/Kaggle/Cloud TPU VM, a legacy TPU Node, a GPU or a CPU,
+with the slice's chips and devices, from environment variables (``TPU_ACCELERATOR_TYPE``, ``COLAB_TPU_ADDR``,
+``TPU_NAME``, Colab's and Kaggle's own) and device files (``/dev/accel*``, ``/dev/vfio/*``, PCI vendor 0x1ae0), both
+injectable for tests. The one owner of the TensorCores-per-chip rule (`parse_accelerator_type`).
 """
 from __future__ import annotations
 

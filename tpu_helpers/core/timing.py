@@ -1,11 +1,6 @@
-"""The course's one timing loop and result model: candidates measured side by side, repeated, median and spread,
-ratios against a baseline. The result model (`Candidate`, `Benchmark`) holds the notebooks' comparisons
-(`tpu_helpers.mlm.baselines`) and the benchmark suite's figures (benchmarks/). The loop, `time_calls`, times
-repeated calls of one function: `tpu_helpers.xla_tf.counters.seconds_per_call` and the benchmarks that repeat a step
-or a pass (bench_padding, bench_xla_vs_eager, bench_buckets_bert) use it. What is not a repeated call reads the
-clock itself: a pipeline read for a fixed time (mlm.baselines), each epoch of one training run
-(bench_accelerate_loop), a whole training run per seed (bench_pretrained_f1), the parts of one step (before and
-in ``sync()``). Framework-free: the caller makes each call wait for its device."""
+"""The course's one timing loop (`time_calls`: repeated calls, median and spread) and result model (`Candidate`,
+`Benchmark`: ratios against a baseline), for the notebooks' comparisons and the benchmark suite. Framework-free: the
+caller makes each call wait for its device."""
 from __future__ import annotations
 
 import json

@@ -1,5 +1,5 @@
 """A real Google Cloud Storage emulator on 127.0.0.1 that TensorFlow's own ``gs://`` filesystem can use: the upstream
-fake-gcs-server binary behind a loopback TLS proxy. Why it is built this way, and how to use it: `server`.
+fake-gcs-server binary behind a loopback TLS proxy (why: docs/history.md).
 
 * ``server.py``: `LocalGCS` (start, buckets, environment, stop) and the command line;
 * ``proxy.py``: the HTTPS proxy child process (standard library only);

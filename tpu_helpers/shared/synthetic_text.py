@@ -1,26 +1,8 @@
-"""English-like text generated here, the same on every machine and every version of every package.
+"""English-like text generated from a seed, the same on every machine: long-tailed lengths, Zipf-like words, a grammar.
 
-    from tpu_helpers.shared import synthetic_text
-    paras = synthetic_text.paragraphs(2_000, seed=0)              # a list of paragraphs, one string each
-    for p in synthetic_text.iter_paragraphs(max_chars=400_000):   # or a stream, up to a size in characters
-        ...
-
-Notebook 01 measures padding strategies on its lengths and notebook 04 trains a masked LM on it when there is no
-network (the ``offline`` corpus). Earlier the course used the docstrings and licence files installed on the
-machine, which change with any version bump; this text depends only on ``seed``. It is written to have what both
-lessons need from real text, not meaning:
-
-* **a long-tailed length distribution**: sentences of 4 to about 40 words, paragraphs of 1 to about 12 sentences
-  (log-normal counts), so paragraph lengths run from a few tokens to several hundred;
-* **a Zipf-like word frequency** (each word list is drawn with weights 1/rank), as natural language has, and an
-  open tail of rare words (600 proper names built from syllables), so a subword tokenizer learns frequent words
-  whole and splits rare ones;
-* **grammar with structure a masked LM can learn** (determiner - adjective - noun - verb - preposition patterns,
-  singular/plural agreement of determiners and verbs, modal verbs, "a"/"an"), so a small model's masked-token
-  accuracy rises well above chance.
-
-Why not a library: no package on the registry generates seeded English-like paragraphs without a model or a
-corpus download; the word lists below are plain English words.
+``paragraphs(2_000, seed=0)`` or ``iter_paragraphs(max_chars=400_000)``: notebook 01's padding measurements and
+notebook 04's ``offline`` corpus. Why not a library: none on the registry generates seeded English-like paragraphs
+without a model or a corpus download.
 """
 from __future__ import annotations
 
