@@ -195,11 +195,10 @@ def _boundaries_problem(boundaries: object, max_length: int) -> str | None:
 
 
 def check_bucket_boundaries(choose_boundaries: Callable[[np.ndarray], Sequence[int]], lengths: Sequence[int], *,
-                            batch_size: int = 32, max_length: int = 128, max_compilations: int = MAX_COMPILATIONS,
-                            max_padded_fraction: float = MAX_PADDED_FRACTION, seed: int | None = 0) -> CheckResult:
-    """``choose_boundaries(lengths)`` must return bucket upper bounds with which length buckets for these ``lengths``
-    (``padding.padded_batches(..., "buckets", boundaries=...)``) compiles at most ``max_compilations`` shapes
-    and pads at most ``max_padded_fraction`` of the computed tokens."""
+                            batch_size: int = 32, max_length: int = 128, seed: int | None = 0) -> CheckResult:
+    """Length buckets with the answer's bounds compile at most `MAX_COMPILATIONS` shapes and pad at most
+    `MAX_PADDED_FRACTION` of the computed tokens."""
+    max_compilations, max_padded_fraction = MAX_COMPILATIONS, MAX_PADDED_FRACTION
 
     def body() -> str:
         lens = np.minimum(np.asarray(lengths, dtype=np.int64), max_length)  # what the buckets see: truncated
