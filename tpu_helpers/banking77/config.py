@@ -1,5 +1,4 @@
-"""Notebook 05's training settings: `TrainConfig` (epochs, batch sizes, learning rate, padding, ...) and the linear
-scaling rule for a global batch other than the one a learning rate was tuned at (`scaled_learning_rate`)."""
+"""Notebook 05's training settings (`TrainConfig`) and the linear learning-rate scaling rule."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -36,9 +35,7 @@ class TrainConfig:
 
 
 def scaled_learning_rate(base_lr: float, base_global_batch: int, global_batch: int) -> float:
-    """The linear scaling rule (Goyal et al. 2017, "Accurate, Large Minibatch SGD", arXiv:1706.02677): a learning
-    rate tuned at ``base_global_batch`` samples per step, for ``global_batch`` samples per step, is
-    ``base_lr * global_batch / base_global_batch``. The seed's 3e-4 at 256 becomes 3.75e-5 at 32 (a v5e-1)."""
+    """``base_lr * global_batch / base_global_batch`` (Goyal et al. 2017, arXiv:1706.02677)."""
     if base_lr <= 0 or base_global_batch < 1 or global_batch < 1:
         raise ValueError(f"cannot scale lr={base_lr} from a global batch of {base_global_batch} to {global_batch}: "
                          "the learning rate must be positive and both batches at least 1")

@@ -1,10 +1,4 @@
-"""BANKING77 for notebooks 05 and 07: the data (the Hub, a CSV folder, or a synthetic stand-in), a tokenizer, a model.
-
-Every source gives a `datasets.DatasetDict` (``train``, ``test``; ``text``, and ``label`` a ``ClassLabel`` of the 77
-intents in the Hub's order). The Hub copy comes from the script-free ``refs/convert/parquet`` branch: the dataset
-is a loading script, which ``datasets`` >= 4 refuses (https://github.com/huggingface/datasets/issues/8012). The
-synthetic stand-in is *not* BANKING77: the 77 real intent names inside generated queries, learnable offline.
-"""
+"""BANKING77 (the Hub, a CSV folder, or a synthetic stand-in: *not* BANKING77) as train/test, a tokenizer, a model."""
 from __future__ import annotations
 
 import os
@@ -24,12 +18,10 @@ __all__ = [
 ]
 
 HUB_REPO = "PolyAI/banking77"
-HUB_REVISION = "refs/convert/parquet"  # the Hub's script-free parquet export of the dataset
+HUB_REVISION = "refs/convert/parquet"  # script-free: datasets>=4 refuses the loading script (datasets#8012)
 SOURCES = ("hub", "csv", "synthetic")
 SYNTHETIC_NOTE = ("SYNTHETIC stand-in for BANKING77 generated offline by tpu_helpers.banking77.dataset: the 77 real intent "
                   "names and schema, template text; not real customer queries.")
-
-# The 77 intents in the order of the Hub dataset's ClassLabel (label id = index).
 
 
 class Banking77Error(ValueError):
@@ -101,10 +93,7 @@ def _check(dataset, where: str):
 
 
 def load_hub(repo: str = HUB_REPO, revision: str = HUB_REVISION):
-    """BANKING77 from the Hub's script-free parquet export (or a local folder laid out like it).
-
-    Offline (``HF_HUB_OFFLINE=1`` or no network) and not cached: `Banking77Error` with the alternatives.
-    """
+    """BANKING77 from the Hub's parquet export (or a local folder laid out like it)."""
     import datasets
 
     local = os.path.isdir(repo)
@@ -131,11 +120,7 @@ def _is_utf8(path: Path) -> bool:
 
 
 def load_csv_dir(folder: str | os.PathLike[str]):
-    """The original BANKING77 CSVs: ``train.csv`` and ``test.csv`` with columns ``text,category``.
-
-    Label ids follow the Hub's order (`BANKING77_LABELS`) when every category is a BANKING77 intent, so a model
-    trained on either source means the same thing by label 7; other category sets get sorted ids.
-    """
+    """``train.csv``/``test.csv`` (``text,category``); label ids in the Hub's order when all are BANKING77's."""
     import datasets
 
     folder = Path(folder)
@@ -182,8 +167,6 @@ def load_csv_dir(folder: str | os.PathLike[str]):
     return _check(ds, str(folder))
 
 
-# ----------------------------------------------------------------------------------------------- synthetic data
-
 def make_synthetic(n_train_per_label: int = 8, n_test_per_label: int = 3, *, seed: int = 0,
                    labels: Sequence[str] = BANKING77_LABELS):
     """A labelled SYNTHETIC stand-in for BANKING77 (same schema, the 77 intent names), generated offline."""
@@ -222,8 +205,6 @@ def load_banking77(source: str = "synthetic", *, csv_dir: str | os.PathLike[str]
     raise Banking77Error(f"unknown data source {source!r}; choose one of {', '.join(SOURCES)}.")
 
 
-# ------------------------------------------------------------------------------------------- tokenizer and model
-
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
 
@@ -258,22 +239,12 @@ def load_tokenizer(model_name: str, train_texts: Iterable[str] = (), vocab_size:
 def make_model(model_name: str, data: Banking77Data, *, vocab_size: int | None = None, max_length: int = 128,
                hidden_size: int = 64, layers: int = 2, heads: int = 2, seed: int = 0,
                attn_implementation: str = "eager"):
-    """A sequence classifier with ``num_labels``/``id2label``/``label2id`` from the dataset.
+    """A classifier labelled from ``data``: ``"tiny"`` (a small BERT, no download) or a Hub model.
 
-    ``"tiny"``: a small BERT initialised from scratch (hidden 64, 2 layers, 2 heads by default), no download;
-    otherwise ``AutoModelForSequenceClassification.from_pretrained(model_name)`` (e.g. ``bert-base-uncased``).
-
-    ``attn_implementation="eager"`` by default: transformers' SDPA path for BERT prepares the mask with
-    ``_prepare_4d_attention_mask_for_sdpa``, which tests ``torch.all(mask == 1)`` in Python, a device-to-host
-    sync in every forward pass on XLA (transformers 4.57, ``modeling_attn_mask_utils.py``). The eager path
-    builds the additive mask on the device and never asks the host.
-    """
+    Eager attention: BERT's SDPA mask tests ``torch.all(mask == 1)`` on the host, a sync per step on XLA
+    (transformers 4.57, ``modeling_attn_mask_utils.py``)."""
     import torch
-    from transformers import (
-        AutoModelForSequenceClassification,
-        BertConfig,
-        BertForSequenceClassification,
-    )
+    from transformers import AutoModelForSequenceClassification, BertConfig, BertForSequenceClassification
 
     torch.manual_seed(seed)
     labels = dict(num_labels=data.num_labels, id2label=data.id2label, label2id=data.label2id,
@@ -289,8 +260,6 @@ def make_model(model_name: str, data: Banking77Data, *, vocab_size: int | None =
         return AutoModelForSequenceClassification.from_pretrained(
             model_name, revision=pinned_revision(model_name), local_files_only=local_only, **labels)
 
-
-# ------------------------------------------------------------------------------------------------ tokenisation
 
 def token_lengths(texts: Sequence[str], tokenizer) -> list[int]:
     """How many tokens each text really has ([CLS] and [SEP] included), before any padding or truncation."""
@@ -315,23 +284,16 @@ def length_summary(lengths: Sequence[int], max_length: int) -> dict[str, float]:
 
 
 def tokenize(dataset, tokenizer, max_length: int, *, padding: str = "max_length"):
-    """Tokenize ``text`` (truncated at ``max_length`` tokens) into ``input_ids``, ``attention_mask``
-    (+ ``token_type_ids`` for BERT) and ``labels``.
-
-    ``padding="max_length"`` (the seed's way): every text to exactly ``max_length`` tokens, one shape, so XLA
-    compiles one graph; the DatasetDict is in torch format. ``padding="none"``: no padding here, plain Python lists
-    of each text's own length (the batches are padded later, e.g. to length buckets by
-    `tpu_helpers.banking77.buckets.BucketCollator`).
-    """
+    """``text`` -> ``input_ids``, ``attention_mask`` (+ ``token_type_ids``), ``labels``: padded to ``max_length``
+    (one shape, torch format) or ``padding="none"`` (lists, padded per batch later)."""
     if padding not in ("max_length", "none"):
         raise Banking77Error(f"padding={padding!r}: use 'max_length' (pad here) or 'none' (pad per batch later)")
     if not isinstance(max_length, int) or max_length < 2:
         raise Banking77Error(f"max_length={max_length!r}: give a whole number of tokens, at least 2 ([CLS] and [SEP])")
 
     def encode(batch):
-        if padding == "none":
-            return tokenizer(batch["text"], truncation=True, max_length=max_length)
-        return tokenizer(batch["text"], padding="max_length", truncation=True, max_length=max_length)
+        return tokenizer(batch["text"], truncation=True, max_length=max_length,
+                         padding="max_length" if padding == "max_length" else False)
 
     out = dataset.map(encode, batched=True, remove_columns=["text"], desc=None)
     out = out.rename_column("label", "labels")

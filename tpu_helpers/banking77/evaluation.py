@@ -1,5 +1,4 @@
-"""The evaluation of notebook 05's training function: exactly one prediction per test row on XLA (gathered from
-every replica, the last batch's repeats cut on the host), the plan checked before training, and weighted F1."""
+"""Notebook 05's evaluation: one prediction per test row on XLA (repeats cut on the host), the plan, weighted F1."""
 from __future__ import annotations
 
 from typing import Sequence
@@ -8,9 +7,7 @@ __all__ = ["rows_on_host", "rows_kept", "rows_still_due", "check_evaluation_plan
 
 
 def weighted_f1(predictions: Sequence[int], references: Sequence[int]) -> float:
-    """Support-weighted mean of per-class F1: scikit-learn's ``f1_score(average="weighted")`` (a class never
-    predicted, or with no true samples, has F1 0). The seed's ``evaluate.load("f1")`` computes the same with
-    scikit-learn, after downloading a metric script from the Hub."""
+    """scikit-learn's ``f1_score(average="weighted")``, what the seed's ``evaluate.load("f1")`` computes."""
     from sklearn.metrics import f1_score
 
     if len(predictions) != len(references):
@@ -21,21 +18,13 @@ def weighted_f1(predictions: Sequence[int], references: Sequence[int]) -> float:
 
 
 def rows_still_due(batch_rows: int, seen: int, n_rows: int) -> int:
-    """How many rows of a gathered evaluation batch to keep: all of them until ``n_rows`` test rows are seen, then
-    none. Only the last batch is ever cut: it carries the repeats that keep its shape (`BucketBatchSampler`'s top-up,
-    or Accelerate's ``even_batches`` across replicas), and they come after its real rows."""
+    """Rows of a gathered batch to keep: only the last batch's repeats (after its real rows) are cut."""
     return max(0, min(int(batch_rows), int(n_rows) - int(seen)))
 
 
 def check_evaluation_plan(eval_dl, n_rows: int, num_replicas: int = 1, order: Sequence[int] | None = None) -> int:
-    """Before training: replay the evaluation loader's batches on the host, as ``accelerator.prepare`` will shard
-    them (accelerate's ``BatchSamplerShard``: batch ``k`` to replica ``k % num_replicas``) and as the gather puts
-    them back together, and check that cutting each gathered batch with `rows_still_due` gives every test row
-    exactly once, in ``order`` (the bucketed evaluation's order; None: the dataset's). Returns the number of
-    gathered batches; raises a ValueError (before any training time is spent) when the plan is wrong.
-
-    Only indices are read (the batch sampler), no row is loaded or padded.
-    """
+    """Replay the sharded evaluation batches' indices on the host: every test row exactly once, in ``order``, or a
+    ValueError before any training. Returns the number of gathered batches."""
     from accelerate.data_loader import BatchSamplerShard
 
     sampler = eval_dl.batch_sampler
@@ -63,9 +52,7 @@ def check_evaluation_plan(eval_dl, n_rows: int, num_replicas: int = 1, order: Se
 
 
 def rows_kept(batches, n_rows: int):
-    """The evaluation batches (tensors or arrays of one value per row, in order) as one NumPy array of exactly
-    ``n_rows`` rows: each batch copied to the host once, the rows still due kept (`rows_still_due`: only the last
-    batch's repeats are cut). Raises a ValueError when the batches hold fewer rows."""
+    """The batches as one NumPy array of exactly ``n_rows`` rows, cut on the host (ValueError if fewer)."""
     import numpy as np
 
     out, seen = [], 0
@@ -79,9 +66,6 @@ def rows_kept(batches, n_rows: int):
 
 
 def rows_on_host(gathered, n_rows: int):
-    """``gathered``: the ``(predictions, labels)`` pairs ``accelerator.gather`` returned for each evaluation batch,
-    in order. Returns two NumPy arrays of exactly ``n_rows`` rows (`rows_kept`). Each batch was computed when the
-    loader synced at the next step, so the copy is a transfer, not a new graph; the cut happens on the host because
-    a slice on the device would be one more graph to compile."""
+    """The gathered ``(predictions, labels)`` pairs as two arrays of ``n_rows`` rows (a device slice: one more graph)."""
     pairs = list(gathered)
     return rows_kept([p for p, _ in pairs], n_rows), rows_kept([r for _, r in pairs], n_rows)

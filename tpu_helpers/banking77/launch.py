@@ -1,9 +1,4 @@
-"""Launch notebook 05's training function the way this runtime needs: `plan_launch` (a pure function of the runtime
-and the environment, so every branch is unit-tested without a TPU), `prepare_environment` (before accelerate is
-imported), and `check_kernel`/`reset_accelerate_state` around the launch cell. Which launcher runs where, and why:
-notebook 05's "Why two launchers?"; the branch conditions: accelerate 1.15's ``launchers.py``
-(https://github.com/huggingface/accelerate/blob/v1.15.0/src/accelerate/launchers.py).
-"""
+"""How to launch notebook 05's training function here (notebook 05, "Why two launchers?"; accelerate 1.15 launchers.py)."""
 from __future__ import annotations
 
 import os
@@ -42,13 +37,11 @@ class LaunchPlan:
     threads_per_process: int = 1  # replicas in each process: a TPU chip's devices (2 on v2/v3), else 1
 
     @property
-    def replicas(self) -> int:
-        """Replicas (devices training in data parallel) on this host: processes x threads."""
+    def replicas(self) -> int:  # devices training in data parallel on this host
         return self.num_processes * self.threads_per_process
 
     @property
-    def in_process(self) -> bool:
-        """True when the training function runs in this (the notebook's) process."""
+    def in_process(self) -> bool:  # the training function runs in the notebook's process
         return not self.forks
 
     def describe(self) -> str:
@@ -60,11 +53,7 @@ class LaunchPlan:
 
 
 def accelerate_sees_hosted_tpu(env: Mapping[str, str], ipython: Any = None) -> tuple[bool, bool]:
-    """Mirror of notebook_launcher's test (accelerate 1.15): (in Colab or Kaggle, would take the TPU branch).
-
-    ``in_kaggle``: any environment variable starting with ``KAGGLE``; ``in_colab``: ``"google.colab"`` in
-    ``str(get_ipython())``. The TPU branch also needs ``TPU_NAME`` set or ``PJRT_DEVICE == "TPU"``.
-    """
+    """notebook_launcher's own test (accelerate 1.15): (in Colab or Kaggle, would take the TPU branch)."""
     in_kaggle = any(key.startswith("KAGGLE") for key in env)
     in_colab = (not in_kaggle) and ipython is not None and "google.colab" in str(ipython)
     hosted = in_kaggle or in_colab
@@ -72,12 +61,9 @@ def accelerate_sees_hosted_tpu(env: Mapping[str, str], ipython: Any = None) -> t
 
 
 def _current_ipython() -> Any:
-    ipython_mod = sys.modules.get("IPython")
-    if ipython_mod is None:
-        return None
     try:
-        return ipython_mod.get_ipython()
-    except Exception:
+        return sys.modules["IPython"].get_ipython()
+    except Exception:  # IPython not imported, or no shell
         return None
 
 
@@ -155,18 +141,13 @@ def prepare_environment(plan: LaunchPlan, environ: MutableMapping[str, str] | No
                               "launch.prepare_environment(plan) before importing accelerate or transformers.")
     environ.update(plan.env)
     if plan.kind == "cpu-processes" and environ is os.environ and "torch" in modules:
-        # forked children inherit the parent's OpenMP thread pool without its threads: a child that starts a
-        # parallel region waits forever at its barrier. One thread per process in the parent (before its first
-        # parallel op) leaves them nothing to wait for, and N processes share the cores anyway.
+        # forked children inherit an OpenMP pool without its threads and hang at its barrier: one thread each
         modules["torch"].set_num_threads(1)
     return dict(plan.env)
 
 
 def _xla_runtime_started(modules: Mapping[str, Any]) -> bool:
-    torch_xla = modules.get("torch_xla")
-    if torch_xla is None:  # never imported: never touched
-        return False
-    return xla_runtime_is_initialized(torch_xla)
+    return modules.get("torch_xla") is not None and xla_runtime_is_initialized(modules["torch_xla"])
 
 
 def _cuda_started(modules: Mapping[str, Any]) -> bool:
@@ -178,16 +159,12 @@ def _cuda_started(modules: Mapping[str, Any]) -> bool:
 
 
 def _accelerator_exists(modules: Mapping[str, Any]) -> bool:
-    state = modules.get("accelerate.state")
-    if state is None:
-        return False
-    return accelerate_state_exists(state)
+    return modules.get("accelerate.state") is not None and accelerate_state_exists(modules["accelerate.state"])
 
 
 def kernel_problems(plan: LaunchPlan, modules: Mapping[str, Any] | None = None,
                     lock_holder: Callable[[], int | None] = libtpu_lock_holder) -> list[str]:
-    """What in this kernel would break the launch (empty when it is clean). ``lock_holder`` (injectable for tests)
-    names another process that holds the TPU."""
+    """What in this kernel would break the launch (empty when it is clean)."""
     modules = sys.modules if modules is None else modules
     problems = []
     held = held_problem(lock_holder) if plan.kind in ("hosted-tpu", "tpu-vm") else None

@@ -1,5 +1,4 @@
-"""Notebook 05's loaders with static shapes: `make_loaders` (before ``accelerator.prepare``), the evaluation plan
-checked on the host before any training (`evaluation.check_evaluation_plan`)."""
+"""Notebook 05's loaders with static shapes, the evaluation plan checked on the host before any training."""
 from __future__ import annotations
 
 from typing import Any, NamedTuple
@@ -18,22 +17,12 @@ class Loaders(NamedTuple):
     eval_order: list[int] | None  # the dataset index of each gathered prediction (None: the dataset's order)
 
     @property
-    def eval_rows(self) -> int:
-        """The number of test rows: exactly one prediction each."""
+    def eval_rows(self) -> int:  # test rows: exactly one prediction each
         return len(self.eval.dataset)
 
 
 def make_loaders(train_dataset, eval_dataset, config: TrainConfig, tokenizer=None, num_replicas: int = 1) -> Loaders:
-    """The training and evaluation DataLoaders for ``config.padding`` (before ``accelerator.prepare``), with the
-    evaluation plan already checked on the host (every test row exactly once, `check_evaluation_plan`).
-
-    * ``"buckets"``: unpadded datasets (`tpu_helpers.banking77.dataset.tokenize(..., padding="none")`) and a tokenizer;
-      `tpu_helpers.banking77.buckets.BucketBatchSampler` makes global batches of similar lengths padded to
-      ``config.boundaries``, split across ``num_replicas`` (same shape on every replica at every step). Evaluation
-      may also pad to ``config.max_length``, for a test query longer than every training query.
-    * ``"max_length"`` (the seed's way): unpadded datasets and a tokenizer, shuffled batches padded to
-      ``config.max_length``.
-    """
+    """Train/eval DataLoaders (unpadded datasets) padded to ``config.boundaries`` or ``config.max_length``."""
     from torch.utils.data import DataLoader
 
     from tpu_helpers.banking77.buckets import BucketBatchSampler, BucketCollator, BucketedDataset

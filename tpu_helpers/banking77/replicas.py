@@ -1,8 +1,4 @@
-"""Several replicas, one training: `RunLog` compares the replicas' plans before the first step (`check_plans_agree`,
-raising `ReplicaMismatchError` naming the replica that differs: on a TPU it would hang in an all-reduce), names a
-replica that does not reach the end of an epoch on gloo (`wait_for_all`), and gathers what each one did
-(`gather_rows`, `weights_digest`). Notebook 07's Lightning replicas make the same comparison (`trainers.replicas`).
-"""
+"""Several replicas, one training: compare their plans before the first step, name a late one, gather what each did."""
 from __future__ import annotations
 
 import sys
@@ -31,8 +27,7 @@ def batch_plan(batches: Iterable[Sequence[Any]]) -> list[tuple[int, int]]:
 
 
 def plan_problems(plans: Sequence[Sequence[tuple[int, int]]]) -> list[str]:
-    """What differs between the replicas' plans (``plans[r]``: replica r's ``(rows, padded_length)`` per step),
-    each problem naming the replica; replica 0 is the reference. Empty when every replica plans the same."""
+    """What differs from replica 0's plan (``(rows, padded_length)`` per step), naming the replica; empty if nothing."""
     problems = []
     ref = list(map(tuple, plans[0]))
     for r, plan in enumerate(plans[1:], start=1):
@@ -52,9 +47,7 @@ def plan_problems(plans: Sequence[Sequence[tuple[int, int]]]) -> list[str]:
 
 
 def gather_plans(mine: Sequence[tuple[int, int]], all_gather) -> list[list[tuple[int, int]]]:
-    """Every replica's plan, on every replica: two ``all_gather`` calls (the step counts, then the shapes padded
-    to the longest plan). ``all_gather`` is Lightning's ``trainer.strategy.all_gather`` (a ``[replicas, ...]``
-    tensor) or Accelerate's ``accelerator.gather`` (concatenated along the first dimension): both reshape alike."""
+    """Every replica's plan, on every replica (Lightning's ``strategy.all_gather`` or ``accelerator.gather``)."""
     import torch
 
     counts = [int(c) for c in all_gather(torch.tensor([len(mine)], dtype=torch.long)).reshape(-1)]
@@ -66,9 +59,7 @@ def gather_plans(mine: Sequence[tuple[int, int]], all_gather) -> list[list[tuple
 
 
 def planned_steps(batch_sampler: Any, epochs: int, steps_per_epoch: int) -> list[tuple[int, int]]:
-    """`batch_plan` of every epoch of the unsharded batch sampler (`make_loaders`' ``loaders.train.batch_sampler``),
-    which every replica must build the same. A sampler without ``set_epoch`` (a shuffled DataLoader: iterating it
-    would draw from the random state) gives its step count only."""
+    """`batch_plan` of every epoch of the unsharded batch sampler (only the step count without ``set_epoch``)."""
     set_epoch = getattr(batch_sampler, "set_epoch", None)
     if set_epoch is None:
         return [(0, 0)] * (epochs * steps_per_epoch)
@@ -87,8 +78,7 @@ def _on_gloo() -> bool:
 
 
 def check_plans_agree(accelerator: Any, plan: Sequence[tuple[int, int]], timeout_s: float) -> None:
-    """All-gather every replica's plan (`planned_steps`); raise `ReplicaMismatchError` on every replica if they
-    differ. On gloo a monitored barrier first names the replicas that did not arrive within ``timeout_s``."""
+    """Raise `ReplicaMismatchError` on every replica if their plans differ (on gloo: or one is late)."""
     if accelerator.num_processes == 1:
         return
     wait_for_all(accelerator, "the start of training", timeout_s)
@@ -102,10 +92,7 @@ def check_plans_agree(accelerator: Any, plan: Sequence[tuple[int, int]], timeout
 
 
 def wait_for_all(accelerator: Any, where: str, timeout_s: float) -> None:
-    """On gloo (the CPU rehearsal): a ``monitored_barrier`` that raises `ReplicaMismatchError` on replica 0, naming
-    the replicas that did not reach ``where`` within ``timeout_s``. A replica busy with a step the others do not
-    take (one batch more) waits in that step's all-reduce; the others arrive here. Elsewhere: nothing (XLA has no
-    monitored barrier; there the plan check before training is the guard)."""
+    """On gloo only: a ``monitored_barrier``; replica 0 raises `ReplicaMismatchError` naming the late replicas."""
     if accelerator.num_processes == 1 or not _on_gloo():
         return
     import torch.distributed as dist
@@ -117,8 +104,7 @@ def wait_for_all(accelerator: Any, where: str, timeout_s: float) -> None:
             f"replica {accelerator.process_index}: not every replica reached {where} within {timeout_s:g} s "
             f"({str(error).splitlines()[0]}). A replica that takes a step the others do not (one batch more) "
             "waits in its all-reduce for partners that never come: on a TPU the whole run would hang.")
-        # Said here as well as raised: once this process exits, the waiting replica's all-reduce fails too
-        # ("Connection closed by peer"), and the launcher reports whichever failure it sees first.
+        # printed too: the launcher may report the partner's "Connection closed by peer" first
         print(f"ReplicaMismatchError: {mismatch}", file=sys.stderr, flush=True)
         raise mismatch from None
 
@@ -130,8 +116,7 @@ def weights_digest(model: Any) -> int:
 
 
 def gather_rows(accelerator: Any, rows: Sequence[Sequence[int]]) -> list[list[list[int]]]:
-    """Gather each replica's integer records (the same number of equal-length rows on every replica): one list per
-    replica, in replica order."""
+    """Each replica's integer rows (same shape everywhere), one list per replica in order."""
     import torch
 
     local = torch.tensor([list(r) for r in rows], dtype=torch.int64)

@@ -1,12 +1,4 @@
-"""The course's measuring around notebook 05's training function: `RunLog` (its optional ``log``) and `TrainReport`.
-
-The function (the cell tagged ``training-function``) calls it where a learner's copy would leave it out:
-``log = log(accelerator, config, loaders, steps_per_epoch)``, then per epoch ``log.end_training(loss_sum)`` and
-``log.end_epoch(predictions, labels)``, and ``log.report(model)``. It reads the device once per epoch (the loss
-summed on the device), and records samples/s, tokens computed and real, batch shapes and XLA's counters
-(`tpu_helpers.xla_torch.counters.XlaCounters`); the report is also written to ``config.report_path`` (a forked
-replica cannot return it).
-"""
+"""Notebook 05's optional bookkeeping around the training function (`RunLog`) and what it reports (`TrainReport`)."""
 from __future__ import annotations
 
 import json
@@ -40,8 +32,7 @@ class EpochStats:
     eval_tokens: dict[str, Any] = field(default_factory=dict)
 
     @property
-    def tokens_per_real_token(self) -> float:
-        """Training tokens computed (padding included) per real token, this epoch."""
+    def tokens_per_real_token(self) -> float:  # padding included
         t = self.train_tokens
         return t["computed_tokens"] / t["real_tokens"] if t.get("real_tokens") else float("nan")
 
@@ -152,8 +143,7 @@ class RunLog:
 
         return snapshot().counter("UncachedCompile")
 
-    def _start_counters(self):
-        """XLA counters from now on (None off XLA), and the timer started after their snapshot."""
+    def _start_counters(self):  # XLA counters (None off XLA), then the timer
         counters = None
         if self.on_xla:
             from tpu_helpers.xla_torch.counters import XlaCounters
@@ -167,8 +157,7 @@ class RunLog:
         self._counters = self._start_counters()
 
     def end_training(self, loss_sum) -> None:
-        """After the epoch's last step: read the loss summed on the device since the start (once), then time the
-        evaluation apart."""
+        """After the epoch's last step: read the summed loss (once), then time the evaluation apart."""
         if self.n_proc > 1:  # gloo: a replica still busy with a step the others do not take is named, not waited for
             from tpu_helpers.banking77.replicas import wait_for_all
 
@@ -185,8 +174,7 @@ class RunLog:
         self._counters = self._start_counters()
 
     def end_epoch(self, predictions, labels) -> EpochStats:
-        """After the evaluation: one prediction and label per test row (`lesson_cells.evaluate`), put back in the
-        test set's order and scored; then the next epoch's counters start."""
+        """After the evaluation: score the predictions in the test set's order; start the next epoch."""
         import numpy as np
 
         from tpu_helpers.banking77.evaluation import weighted_f1
@@ -215,10 +203,7 @@ class RunLog:
         return stats
 
     def report(self, model=None) -> TrainReport | None:
-        """The run's report on the main process (also written to ``config.report_path``), None on the others.
-
-        With several replicas every replica must call it: it gathers each one's batch shapes per step and, given
-        the ``model``, a digest of its weights (`tpu_helpers.banking77.replicas`)."""
+        """The report on the main process (also saved to ``config.report_path``), None elsewhere; every replica calls it."""
         from tpu_helpers.banking77.replicas import gather_rows, weights_digest
 
         acc, config = self.accelerator, self.config

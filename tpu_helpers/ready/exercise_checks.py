@@ -1,6 +1,4 @@
-"""Checks of notebook 00's exercises: reading an accelerator type (against `core.runtime.parse_accelerator_type`), and
-a first XLA function with its HLO.
-"""
+"""Checks of notebook 00's exercises: reading an accelerator type, and a first XLA function with its HLO."""
 from __future__ import annotations
 
 import numbers
@@ -26,7 +24,6 @@ ACCELERATOR_TYPES = ("v2-8", "v3-8", "v3-32", "v4-8", "v4-32", "v5litepod-1", "v
 
 
 def _accelerator_problem(name: str, got: object) -> str | None:
-    """What is wrong with ``got`` as the answer for ``name`` (None: right)."""
     generation, chips, cores = parse_accelerator_type(name)  # the name's number counts TensorCores (core.runtime)
     number, per_chip = int(name.rsplit("-", 1)[1]), cores // chips
     if not (isinstance(got, (tuple, list)) and len(got) == 2):
@@ -43,25 +40,18 @@ def _accelerator_problem(name: str, got: object) -> str | None:
     n = int(n)
     if n == chips:
         return None
-    if per_chip > 1 and n == number:
-        return (f"{name!r}: you returned {n} chips, the number in the name, but for {generation} that number counts "
-                f"TensorCores, {per_chip} per chip: {name!r} has {chips} chips")
-    if per_chip == 1 and n * 2 == number:
-        return (f"{name!r}: you returned {n} chips, but {generation} has one TensorCore per chip and its names count "
-                f"chips: {name!r} has {chips} chips")
-    return f"{name!r} has {chips} chips, you returned {n}"
+    return (f"{name!r}: you returned {n} chips, but for {generation} the number in the name counts TensorCores, "
+            f"{per_chip} per chip: {name!r} has {chips} chips") if per_chip > 1 and n == number else (
+        f"{name!r} has {chips} chips, you returned {n}")
 
 
 def check_read_accelerator_type(read_accelerator_type: Callable[[str], tuple]) -> CheckResult:
     """``read_accelerator_type(name)`` must return (generation, chips) for every name in `ACCELERATOR_TYPES`."""
 
     def body() -> str:
-        problems = []
-        for name in ACCELERATOR_TYPES:
-            got = call_answer(read_accelerator_type, name, what=f"read_accelerator_type({name!r})")
-            problem = _accelerator_problem(name, got)
-            if problem:
-                problems.append(problem)
+        problems = [p for p in (_accelerator_problem(name, call_answer(read_accelerator_type, name,
+                                                                       what=f"read_accelerator_type({name!r})"))
+                                for name in ACCELERATOR_TYPES) if p]
         right = len(ACCELERATOR_TYPES) - len(problems)
         more = f"; and {len(problems) - 3} more" if len(problems) > 3 else ""
         assert not problems, (f"{right} of {len(ACCELERATOR_TYPES)} accelerator types read right. "
@@ -73,8 +63,7 @@ def check_read_accelerator_type(read_accelerator_type: Callable[[str], tuple]) -
 
 
 def check_first_xla_function(sum_of_squares: Callable, hlo_of: Callable) -> CheckResult:
-    """``sum_of_squares(x)`` must be a ``tf.function`` with ``jit_compile=True`` returning ``sum(x * x)`` for any
-    shape, and ``hlo_of(fn, x)`` must return XLA's HLO text for ``fn`` called on ``x``."""
+    """``sum_of_squares``: ``sum(x * x)`` compiled by XLA; ``hlo_of(fn, x)``: XLA's HLO text for ``fn`` on ``x``."""
 
     def body() -> str:
         import numpy as np
@@ -92,8 +81,7 @@ def check_first_xla_function(sum_of_squares: Callable, hlo_of: Callable) -> Chec
                 f"sum_of_squares({x.tolist()}) returned {float(value):g}, expected {expected:g} "
                 f"(the sum of every element squared)")
             values.append(expected)
-        if not (isinstance(sum_of_squares, tf.types.experimental.PolymorphicFunction)
-                or hasattr(sum_of_squares, "experimental_get_compiler_ir")):  # e.g. tpu_helpers.xla_tf.counters.jit
+        if not hasattr(sum_of_squares, "experimental_get_compiler_ir"):  # a tf.function, or counters.jit
             raise AssertionError(
                 "sum_of_squares gives the right numbers, but it is a plain Python function: TensorFlow runs it op "
                 "by op (eagerly) and XLA never sees it. Wrap it: put @tf.function(jit_compile=True) above the def.")

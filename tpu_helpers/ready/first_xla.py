@@ -1,6 +1,4 @@
-"""First XLA computations: TensorFlow in this process, PyTorch/XLA in a child (they cannot share a process; on a
-TPU VM the child runs first, as only one process can hold the chips).
-"""
+"""First XLA computations: TensorFlow in this process, PyTorch/XLA in a child (they cannot share a process)."""
 from __future__ import annotations
 
 import json

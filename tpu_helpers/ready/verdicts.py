@@ -1,7 +1,5 @@
-"""Notebook 00's verdicts: does each framework work here, and if not, what to do; never raised, so notebook 00 reports
-to its end. The PyTorch/XLA probe gets torch_xla's own libtpu in a side folder (this TensorFlow kernel installed
-TensorFlow's), and a failure names a libtpu mismatch. What a TPU would answer is injectable for tests.
-"""
+"""Notebook 00's verdicts: does each framework work here, and if not, what to do (never raised). The PyTorch/XLA
+probe gets torch_xla's own libtpu in a side folder, and a failure names a libtpu mismatch."""
 from __future__ import annotations
 
 import os

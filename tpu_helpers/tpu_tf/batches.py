@@ -1,6 +1,4 @@
-"""Batch arithmetic on TPU slices (notebook 03): replicas per slice, how ``tf.distribute`` splits a batch, steps
-per epoch, and what each replica really received.
-"""
+"""Batch arithmetic on TPU slices (notebook 03): replicas, how ``tf.distribute`` splits a batch, steps per epoch."""
 from __future__ import annotations
 
 import math
@@ -114,14 +112,11 @@ class BatchPlan:
 def plan_batches(per_replica_batch: int, replicas: int, dataset_size: int, drop_remainder: bool = True,
                  hosts: int | None = 1, name: str = "") -> BatchPlan:
     """The batch arithmetic of one configuration. Raises ValueError for sizes that cannot work."""
-    for what, value in (("per_replica_batch", per_replica_batch), ("replicas", replicas),
-                        ("dataset_size", dataset_size)):
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral):  # numpy integers are fine
-            raise ValueError(f"{what} must be a whole number, not {value!r}: batches and steps are counts")
-    if per_replica_batch < 1 or replicas < 1:
-        raise ValueError(f"per-replica batch and replicas must be >= 1 (got {per_replica_batch}, {replicas})")
-    if dataset_size < 0:
-        raise ValueError("dataset_size must be >= 0")
+    counts = (per_replica_batch, replicas, dataset_size)
+    if (any(isinstance(v, bool) or not isinstance(v, numbers.Integral) for v in counts)  # numpy integers are fine
+            or min(per_replica_batch, replicas) < 1 or dataset_size < 0):
+        raise ValueError(f"batches and steps are counts: per_replica_batch and replicas must be >= 1 and dataset_size "
+                         f">= 0, each a whole number (got {counts})")
     if hosts and replicas % hosts:
         raise ValueError(f"{replicas} replicas cannot be spread evenly over {hosts} hosts")
     return BatchPlan(per_replica_batch, replicas, dataset_size, drop_remainder, hosts, name)
@@ -142,10 +137,8 @@ def batch_table(per_replica_batch: int, dataset_size: int, slices: Iterable[str]
 
 # ------------------------------------------------------------------------------ what the replicas saw
 def replica_batch_shapes(strategy: Any, dataset: Any, steps: int | None = None) -> list[list[tuple[tuple[int, ...], ...]]]:
-    """Per step and per replica, the shape of every tensor (``tf.nest.flatten`` order) of the batch that replica
-    received from ``strategy.experimental_distribute_dataset(dataset)``; `steps` defaults to the cardinality. The
-    step takes its batch from the iterator inside a ``tf.function``, as Keras does (fed from a Python loop, deleting
-    the iterator took minutes with 8 logical CPUs on a 2-core machine)."""
+    """Per step and replica, the shapes (``tf.nest.flatten`` order) of the batch that replica received from
+    ``experimental_distribute_dataset``, read inside a ``tf.function`` as Keras does; `steps`: the cardinality."""
     import tensorflow as tf
 
     steps = int(dataset.cardinality()) if steps is None else steps

@@ -1,6 +1,4 @@
-"""Checks of notebook 03's exercises: replicas per slice and the batch arithmetic (against `batches.plan_batches`),
-and a pipeline a TPU Node can run (pure, static, paired, one epoch). Each names the slips learners make.
-"""
+"""Checks of notebook 03's exercises (batch arithmetic, a TPU-Node-ready pipeline), naming the usual slips."""
 from __future__ import annotations
 
 import math
@@ -37,17 +35,11 @@ def _replica_problem(name: str, value: Any) -> str | None:
     info = slice_info(name)  # chips and replicas from tpu_helpers.core.runtime, the one owner of the per-chip rule
     if not _is_int(value):
         return f"SLICE_REPLICAS[{name!r}] is {short(value)}: give a whole number of replicas"
-    if value == info.replicas:
-        return None
     per_chip = info.replicas // info.chips
-    why = (f"a {info.generation} chip shows TensorFlow {per_chip} TensorCore{'s' if per_chip > 1 else ''}, one replica "
-           f"each, and the number in a {info.generation} slice's name counts {'TensorCores' if per_chip > 1 else 'chips'}")
-    if value in (info.chips, 2 * info.chips):
-        return f"SLICE_REPLICAS[{name!r}] = {value}, but {name} has {info.chips} chips and {info.replicas} replicas: {why}."
-    if info.hosts and info.hosts > 1 and value == info.hosts:
-        return (f"SLICE_REPLICAS[{name!r}] = {value} counts the hosts (machines) of {name}; every host drives "
-                f"{info.replicas // info.hosts} replicas, and TensorFlow replicates over all of them.")
-    return f"SLICE_REPLICAS[{name!r}] = {value} is not the number of replicas of {name}; {why}."
+    return None if value == info.replicas else (
+        f"SLICE_REPLICAS[{name!r}] = {value}, but {name} has {info.chips} chips and {info.replicas} replicas: a "
+        f"{info.generation} chip shows TensorFlow {per_chip} TensorCore{'s' if per_chip > 1 else ''}, one replica "
+        f"each, and the number in a {info.generation} slice's name counts {'TensorCores' if per_chip > 1 else 'chips'}.")
 
 
 def _batch_problem(result: Any, per_replica: int, replicas: int, examples: int) -> str | None:
@@ -61,12 +53,8 @@ def _batch_problem(result: Any, per_replica: int, replicas: int, examples: int) 
         return (f"{call} returned {short(tuple(result))}: both must be whole numbers (int). Steps count whole "
                 "batches: use integer division, examples // global_batch.")
     if global_batch != plan.global_batch:
-        if global_batch == per_replica:
-            return (f"{call} returned global batch {global_batch}, the per-replica batch: the pipeline builds the "
-                    f"global batch, which tf.distribute splits over the replicas, so it is per-replica batch x "
-                    f"replicas = {plan.global_batch}")
-        return (f"{call} returned global batch {global_batch}, expected per-replica batch x replicas = "
-                f"{per_replica} x {replicas}")
+        return (f"{call} returned global batch {global_batch}: the pipeline builds the global batch, which "
+                f"tf.distribute splits over the replicas, so it is per-replica batch x replicas = {plan.global_batch}")
     if steps == want[1]:
         return None
     if steps == math.ceil(examples / plan.global_batch):
@@ -80,9 +68,7 @@ def _batch_problem(result: Any, per_replica: int, replicas: int, examples: int) 
 
 def check_global_batch_and_steps(global_batch_and_steps: Callable, slice_replicas: Mapping[str, Any],
                                  this_runtime: tuple[int, int, int] | None = None) -> CheckResult:
-    """``slice_replicas`` must give each of `SLICES` its replicas, and ``global_batch_and_steps(per_replica_batch,
-    replicas, num_examples)`` must agree with `tpu_helpers.tpu_tf.batches.plan_batches` on every slice and example count
-    (plus ``this_runtime = (per_replica_batch, replicas, num_examples)``, the notebook's own run, if given)."""
+    """Replicas per slice and ``global_batch_and_steps`` against `plan_batches` (and the notebook's own run)."""
 
     def body() -> str:
         call_answer(global_batch_and_steps, 8, 8, 100, what="global_batch_and_steps(8, 8, 100)")
@@ -112,8 +98,7 @@ def check_global_batch_and_steps(global_batch_and_steps: Callable, slice_replica
 
 # ------------------------------------------------------------------------------- a TPU-Node-ready pipeline
 def check_node_ready_dataset(make_node_ready_dataset: Callable, batch_size: int = 8) -> CheckResult:
-    """``make_node_ready_dataset(features, labels, batch_size)`` on ``3.5 * batch_size + 1`` in-memory examples:
-    a pure, static-shaped, one-epoch ``tf.data`` pipeline of ``(features, labels)`` batches with the right pairs."""
+    """A pure, static-shaped, one-epoch ``tf.data`` pipeline of paired ``(features, labels)`` batches."""
 
     def body() -> str:
         import tensorflow as tf

@@ -1,10 +1,6 @@
-"""Can a TPU Node run this input pipeline? `inspect_pipeline` walks a `tf.data.Dataset`'s serialised graph (the
-``DatasetToGraphV2`` TensorFlow ships to another worker, function bodies included) for Python callbacks
-(``py_function``, ``numpy_function``, ``from_generator``: a Node's host has no Python of yours) and local files (it
-reads ``gs://`` only), found as TensorFlow finds a pipeline's assets (``FileIdentity`` nodes,
-``tensorflow/python/data/ops/dataset_ops.py``). datasets 5.0.1's ``to_tf_dataset`` is such a pipeline
-(``datasets/utils/tf_utils.py``), as the transformers TPU guide warns.
-"""
+"""Can a TPU Node run this input pipeline? `inspect_pipeline` walks a dataset's serialised graph (``DatasetToGraphV2``,
+what TensorFlow ships to another worker) for Python callbacks and local files (a Node's host reads ``gs://`` only),
+found as tf.data finds a pipeline's assets (``FileIdentity`` nodes, ``tensorflow/python/data/ops/dataset_ops.py``)."""
 from __future__ import annotations
 
 from collections import Counter
@@ -37,9 +33,6 @@ class Finding:
     function: str
     explanation: str
 
-    def __str__(self) -> str:
-        return f"{self.kind} ({self.op} in {self.function}): {self.explanation}"
-
 
 @dataclass
 class PipelineReport:
@@ -66,24 +59,15 @@ class PipelineReport:
         return self.is_pure and not self.local_files
 
     def explain(self) -> str:
-        """Plain-language verdict, one paragraph per finding."""
-        lines = []
-        if self.is_pure:
-            lines.append("Pure tf.data: no Python ops; TensorFlow can run this pipeline anywhere.")
-        else:
-            lines.append(f"Not pure: {len(self.findings)} Python op(s); a TPU Node cannot run this pipeline.")
-            seen = set()
-            for f in self.findings:
-                if f.kind not in seen:
-                    seen.add(f.kind)
-                    lines.append(f"- {f.kind}: {f.explanation}")
-        if self.files:
-            local = self.local_files
-            if local:
-                lines.append(f"Reads {len(local)} local file(s) (e.g. {local[0]}): fine on a TPU VM, "
-                             "invisible to a TPU Node; copy them to gs:// for a Node.")
-            else:
-                lines.append(f"Reads {len(self.files)} file(s) from gs://: every TPU can reach them.")
+        """Plain-language verdict, one paragraph per kind of finding."""
+        lines = (["Pure tf.data: no Python ops; TensorFlow can run this pipeline anywhere."] if self.is_pure else
+                 [f"Not pure: {len(self.findings)} Python op(s); a TPU Node cannot run this pipeline."]
+                 + [f"- {kind}: {EXPLANATIONS[kind]}" for kind in dict.fromkeys(f.kind for f in self.findings)])
+        if self.local_files:
+            lines.append(f"Reads {len(self.local_files)} local file(s) (e.g. {self.local_files[0]}): fine on a TPU VM, "
+                         "invisible to a TPU Node; copy them to gs:// for a Node.")
+        elif self.files:
+            lines.append(f"Reads {len(self.files)} file(s) from gs://: every TPU can reach them.")
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -150,34 +134,13 @@ def inspect_pipeline(dataset: Any) -> PipelineReport:
     return report
 
 
-def unknown_dims(element_spec: Any) -> list[str]:
-    """The components of an ``element_spec`` with an unknown (None) dimension, as readable strings.
-
-    XLA compiles one program per input shape; a None dimension (a batch without ``drop_remainder=True``,
-    padding to the longest sequence) means the shapes can change from batch to batch.
-    """
-    import tensorflow as tf
-
-    out = []
-    flat_paths = _flatten_with_paths(element_spec)
-    for path, spec in flat_paths:
-        shape = getattr(spec, "shape", None)
-        if shape is None or not isinstance(shape, tf.TensorShape):
-            continue
-        if shape.rank is None or any(d is None for d in shape.as_list()):
-            out.append(f"{path or 'element'}: {shape}")
-    return out
-
-
-def _flatten_with_paths(structure: Any, prefix: str = "") -> list[tuple[str, Any]]:
-    if isinstance(structure, dict):
-        items = []
-        for k in sorted(structure):
-            items += _flatten_with_paths(structure[k], f"{prefix}.{k}" if prefix else str(k))
-        return items
-    if isinstance(structure, (tuple, list)):
-        items = []
-        for i, v in enumerate(structure):
-            items += _flatten_with_paths(v, f"{prefix}[{i}]")
-        return items
-    return [(prefix, structure)]
+def unknown_dims(element_spec: Any, path: str = "") -> list[str]:
+    """The components of an ``element_spec`` with an unknown (None) dimension: XLA compiles again when they change."""
+    if isinstance(element_spec, dict):
+        return [d for k in sorted(element_spec) for d in unknown_dims(element_spec[k], f"{path}.{k}" if path else k)]
+    if isinstance(element_spec, (tuple, list)):
+        return [d for i, v in enumerate(element_spec) for d in unknown_dims(v, f"{path}[{i}]")]
+    shape = getattr(element_spec, "shape", None)
+    if shape is None or not hasattr(shape, "rank") or (shape.rank is not None and None not in shape.as_list()):
+        return []
+    return [f"{path or 'element'}: {shape}"]

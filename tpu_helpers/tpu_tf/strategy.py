@@ -1,9 +1,5 @@
-"""Notebook 03's connection (its cells tagged ``save``: `connect_to_tpu`, `make_strategy`) for this runtime, with a fix
-for every known failure: `get_strategy()` (notebooks 03 and 04), and `check_replicas` for the ``REPLICAS`` parameter.
-
-The failures come from TensorFlow 2.20's ``tpu_cluster_resolver.py`` and ``tpu/client/client.py``, and libtpu's lock
-(openxla/xla ``xla/stream_executor/tpu/tpu_initialize_util.cc``: one process per TPU VM).
-"""
+"""Notebook 03's `make_strategy` for this runtime with a fix for every known failure (TensorFlow 2.20's
+``tpu_cluster_resolver.py``, ``tpu/client/client.py``, libtpu's one-process lock): `get_strategy`, `check_replicas`."""
 from __future__ import annotations
 
 import os

@@ -1,6 +1,5 @@
-"""What XLA makes of a TensorFlow function (notebook 01): does it compile, and if not why (`check_xla`); the size and
-shapes of its program before and after XLA's optimisations (`compiled_ir_stats`).
-"""
+"""What XLA makes of a TensorFlow function (notebook 01): does it compile and why not (`check_xla`), its program's
+size and shapes before and after optimisation (`compiled_ir_stats`)."""
 from __future__ import annotations
 
 import re

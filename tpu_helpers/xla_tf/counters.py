@@ -1,9 +1,5 @@
-"""XLA's compilations of a function, counted from XLA's own records (notebook 01): `jit`, `CompilationCounter`.
-
-``compilations`` counts the HLO modules XLA dumps (``use_framework("tf")`` sets ``--xla_dump_to`` and a module-name
-filter) under the unique name a `jit` function gives its graph; ``expected_compilations`` is Python's expectation (one
-per distinct input signature), which a notebook compares with XLA's count; ``traces`` counts Python's tracing.
-"""
+"""XLA's compilations of a function (notebook 01), counted from the HLO modules XLA dumps (``use_framework("tf")``
+sets ``--xla_dump_to``) under the unique name a `jit` function gives its graph: `jit`, `CompilationCounter`."""
 from __future__ import annotations
 
 import functools
@@ -17,23 +13,18 @@ from typing import Any, Callable
 from tpu_helpers.core.timing import time_calls
 from tpu_helpers.xla_tf.placement import on_xla_device
 
-__all__ = ["JitFunction", "jit", "CompilationCounter", "xla_dump_dir", "xla_compiled_modules", "seconds_per_call"]
+__all__ = ["JitFunction", "jit", "CompilationCounter", "xla_compiled_modules", "seconds_per_call"]
 
 
 MODULE_TAG = "tpucourse"  # the XLA module-name filter `frameworks.use_framework("tf")` puts in XLA_FLAGS
 _IDS = itertools.count(1)
 
 
-def xla_dump_dir(flags: str | None = None) -> Path | None:
-    """The folder of ``--xla_dump_to`` in ``XLA_FLAGS`` (None when XLA keeps no record)."""
-    m = re.search(r"--xla_dump_to=(\S+)", os.environ.get("XLA_FLAGS", "") if flags is None else flags)
-    return Path(m.group(1)) if m else None
-
-
-def xla_compiled_modules(tag: str, folder: Path | None = None) -> int:
+def xla_compiled_modules(tag: str) -> int:
     """How many HLO modules XLA compiled to *run* the tf.function traced under the name ``tag`` (its dump files
-    ``module_NNNN.*_inference_<tag>_<id>__XlaMustCompile_true...before_optimizations.txt``)."""
-    folder = xla_dump_dir() if folder is None else folder
+    ``module_NNNN.*_inference_<tag>_<id>__XlaMustCompile_true...before_optimizations.txt`` in ``--xla_dump_to``)."""
+    m = re.search(r"--xla_dump_to=(\S+)", os.environ.get("XLA_FLAGS", ""))
+    folder = Path(m.group(1)) if m else None
     if folder is None or not folder.is_dir():
         return 0
     pattern = re.compile(rf"^module_\d+\.\w*?_inference_{re.escape(tag)}_\d+__XlaMustCompile_true.*"
@@ -42,7 +33,7 @@ def xla_compiled_modules(tag: str, folder: Path | None = None) -> int:
 
 
 def _signature(args: tuple, kwargs: dict) -> tuple:
-    """The shape and dtype of every tensor argument and the value of every other one: XLA's cache key, as seen here."""
+    """XLA's cache key as seen here: every tensor argument's shape and dtype, every other one's value."""
     import numpy as np
     import tensorflow as tf
 
@@ -120,12 +111,10 @@ class JitFunction:
     def cache_hits(self) -> int:
         return self.calls - self.compilations
 
-    def experimental_get_tracing_count(self) -> int:
-        """TensorFlow's own trace count (must equal ``traces``)."""
+    def experimental_get_tracing_count(self) -> int:  # TensorFlow's own count: must equal ``traces``
         return self.function.experimental_get_tracing_count()
 
-    def experimental_get_compiler_ir(self, *args, **kwargs):
-        """XLA's IR for these arguments (``(stage="hlo")``, ``(stage="optimized_hlo")``); may trace."""
+    def experimental_get_compiler_ir(self, *args, **kwargs):  # (stage="hlo") or (stage="optimized_hlo"); may trace
         return self.function.experimental_get_compiler_ir(*args, **kwargs)
 
     def __repr__(self) -> str:

@@ -56,11 +56,8 @@ def strategy_kind(strategy: Any) -> str:
 
 
 def jit_compile_for(target: Runtime | Any | None = None) -> JitDecision:
-    """The rule for a `Runtime`, a ``tf.distribute.Strategy`` or None (detect the runtime now). One exception measured
-    on TF 2.20 + tf-keras 2.20: simulated replicas (a MirroredStrategy over logical CPUs) fail with it
-    (``InvalidArgumentError``: an XLA cluster runs on one device, https://www.tensorflow.org/xla/known_issues), so
-    they train without it. Several GPUs: on, not verified here (tensorflow/tensorflow#45940 reports the same error).
-    """
+    """The rule for a `Runtime`, a ``tf.distribute.Strategy`` or None (detect the runtime now); simulated CPU
+    replicas train without it (`_CPU_REPLICAS`; https://www.tensorflow.org/xla/known_issues)."""
     if target is None:
         target = detect_runtime()
     if isinstance(target, Runtime):

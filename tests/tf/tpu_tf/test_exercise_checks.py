@@ -40,7 +40,7 @@ def test_batch_arithmetic_chips_instead_of_cores_on_v3():
 
 def test_batch_arithmetic_other_replica_slips():
     result = nb03.check_global_batch_and_steps(right_arithmetic, dict(RIGHT_REPLICAS, **{"v3-32": 4}))
-    assert failed(result, "counts the hosts")
+    assert failed(result, "v3-32 has 16 chips and 32 replicas")
     result = nb03.check_global_batch_and_steps(right_arithmetic, dict(RIGHT_REPLICAS, **{"v5e-8": 16}))
     assert failed(result, "v5e-8 has 8 chips and 8 replicas", "1 TensorCore,", "counts chips")
     result = nb03.check_global_batch_and_steps(right_arithmetic, dict(RIGHT_REPLICAS, **{"v5e-1": 1.0}))
@@ -59,7 +59,7 @@ def test_batch_arithmetic_rounding_steps_up():
 def test_batch_arithmetic_per_replica_slips():
     result = nb03.check_global_batch_and_steps(
         lambda b, r, n: (b, n // (b * r)), RIGHT_REPLICAS)  # v5e-1 passes (1 replica); v3-8 does not
-    assert failed(result, "the per-replica batch", "per-replica batch x replicas = 256")
+    assert failed(result, "returned global batch 32", "per-replica batch x replicas = 256")
     result = nb03.check_global_batch_and_steps(lambda b, r, n: (b * r, n // b), RIGHT_REPLICAS)
     assert failed(result, "you divided by the per-replica batch")
     result = nb03.check_global_batch_and_steps(lambda b, r, n: (b * r, n / (b * r)), RIGHT_REPLICAS)
