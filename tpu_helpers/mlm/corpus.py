@@ -7,7 +7,6 @@ import os
 import re
 import sys
 import zlib
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -139,52 +138,6 @@ def _load_builtin(kind: str, split: str, *, max_lines: int | None, offline_max_c
         if max_lines is not None:
             corpus.dataset = corpus.dataset.select(range(min(max_lines, len(corpus.dataset))))
     return corpus
-
-
-@dataclass(frozen=True)
-class CorpusSummary:
-    """Language-agnostic statistics of a corpus (lines, characters, line lengths, spaces, non-ASCII)."""
-
-    name: str
-    lines: int
-    characters: int
-    utf8_bytes: int
-    line_chars: dict[str, int]  # min, p10, median, p90, max
-    distinct_characters: int
-    space_share: float
-    non_ascii_share: float
-
-    def __str__(self) -> str:
-        q = self.line_chars
-        text = (f"{self.name}\n  {self.lines:,} lines, {self.characters:,} characters ({self.utf8_bytes:,} bytes "
-                f"as UTF-8), {self.distinct_characters:,} distinct characters\n"
-                f"  characters per line: min {q['min']:,}, p10 {q['p10']:,}, median {q['median']:,}, "
-                f"p90 {q['p90']:,}, max {q['max']:,}\n"
-                f"  spaces {self.space_share:.1%} of characters, non-ASCII {self.non_ascii_share:.1%}")
-        if self.space_share < 0.05:
-            text += ("\n  note: few spaces (a language written without them?): the Metaspace pre-tokenizer splits "
-                     "on spaces, so tokens will span words; a long line is one long 'word' to the tokenizer")
-        return text
-
-
-def summarize_corpus(corpus: Corpus) -> CorpusSummary:
-    """`CorpusSummary` of `corpus` (one pass over its text)."""
-    import numpy as np
-
-    texts = corpus.dataset["text"]
-    if not texts:
-        raise ValueError(f"{corpus.name} has no line")
-    lengths = np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))
-    chars = int(lengths.sum())
-    joined = "".join(texts)
-    utf8 = len(joined.encode("utf-8"))
-    spaces = joined.count(" ")  # str methods run in C: a 100 M-character corpus takes seconds
-    non_ascii = chars - len(joined.encode("ascii", "ignore"))
-    p10, median, p90 = (int(v) for v in np.percentile(lengths, [10, 50, 90]))
-    return CorpusSummary(f"{corpus.name} ({corpus.source})", len(texts), chars, utf8,
-                         {"min": int(lengths.min()), "p10": p10, "median": median, "p90": p90,
-                          "max": int(lengths.max())},
-                         len(set(joined)), spaces / max(chars, 1), non_ascii / max(chars, 1))
 
 
 def filter_lines(corpus: Corpus, *, min_chars: int = 1, num_proc: int | None = None) -> Corpus:

@@ -6,7 +6,57 @@ Edit the cells in the notebook, then run ./course links (a test fails while this
 # ruff: noqa: E402, F811, I001  (the cells' own imports, cell by cell, as the learner reads them)
 
 
-# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 11: train_unigram_tokenizer, roberta_config, check_config_matches_tokenizer
+# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 8: CorpusSummary, summarize_corpus
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class CorpusSummary:
+    """Language-agnostic statistics of a corpus (lines, characters, line lengths, spaces, non-ASCII)."""
+
+    name: str
+    lines: int
+    characters: int
+    utf8_bytes: int
+    line_chars: dict[str, int]  # min, p10, median, p90, max
+    distinct_characters: int
+    space_share: float
+    non_ascii_share: float
+
+    def __str__(self) -> str:
+        q = self.line_chars
+        text = (f"{self.name}\n  {self.lines:,} lines, {self.characters:,} characters ({self.utf8_bytes:,} bytes "
+                f"as UTF-8), {self.distinct_characters:,} distinct characters\n"
+                f"  characters per line: min {q['min']:,}, p10 {q['p10']:,}, median {q['median']:,}, "
+                f"p90 {q['p90']:,}, max {q['max']:,}\n"
+                f"  spaces {self.space_share:.1%} of characters, non-ASCII {self.non_ascii_share:.1%}")
+        if self.space_share < 0.05:
+            text += ("\n  note: few spaces (a language written without them?): the Metaspace pre-tokenizer splits "
+                     "on spaces, so tokens will span words; a long line is one long 'word' to the tokenizer")
+        return text
+
+
+def summarize_corpus(corpus):
+    """`CorpusSummary` of `corpus` (one pass over its text)."""
+    texts = corpus.dataset["text"]
+    if not texts:
+        raise ValueError(f"{corpus.name} has no line")
+    lengths = np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))
+    chars = int(lengths.sum())
+    joined = "".join(texts)
+    utf8 = len(joined.encode("utf-8"))
+    spaces = joined.count(" ")  # str methods run in C: a 100 M-character corpus takes seconds
+    non_ascii = chars - len(joined.encode("ascii", "ignore"))
+    p10, median, p90 = (int(v) for v in np.percentile(lengths, [10, 50, 90]))
+    return CorpusSummary(f"{corpus.name} ({corpus.source})", len(texts), chars, utf8,
+                         {"min": int(lengths.min()), "p10": p10, "median": median, "p90": p90,
+                          "max": int(lengths.max())},
+                         len(set(joined)), spaces / max(chars, 1), non_ascii / max(chars, 1))
+
+
+# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 12: train_unigram_tokenizer, roberta_config, check_config_matches_tokenizer
 from tokenizers import AddedToken, Tokenizer, decoders, normalizers, pre_tokenizers, processors
 from tokenizers.models import Unigram
 from tokenizers.trainers import UnigramTrainer
@@ -88,7 +138,7 @@ def check_config_matches_tokenizer(config, tokenizer, *, block_size=128):
                            + "\nFix: build it with roberta_config(tokenizer).")
 
 
-# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 15: ChunkStats, BlockChunker, tokenize_and_chunk, check_enough_blocks
+# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 16: ChunkStats, BlockChunker, tokenize_and_chunk, check_enough_blocks
 import itertools
 from dataclasses import dataclass
 
@@ -166,7 +216,7 @@ def check_enough_blocks(stats, global_batch, *, characters=None):
         "PER_REPLICA_BATCH (the global batch is that times the number of replicas).")
 
 
-# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 19: shard_name, ShardInfo, Manifest, read_manifest, write_atomic, serialize, ShardReport, write_shards
+# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 20: shard_name, ShardInfo, Manifest, read_manifest, write_atomic, serialize, ShardReport, write_shards
 import dataclasses
 import hashlib
 import json
@@ -351,7 +401,7 @@ def write_shards(blocks, out_dir, *, prefix="train", records_per_shard=1000, met
     return ShardReport(out_dir, manifest, written, skipped, removed, foreign, time.perf_counter() - start)
 
 
-# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 26: MaskingSpec, mask_tokens, shard_files, make_mlm_dataset
+# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 27: MaskingSpec, mask_tokens, shard_files, make_mlm_dataset
 @dataclasses.dataclass(frozen=True)
 class MaskingSpec:
     """What MLM masking needs from the tokenizer, as plain ints (cheap to pass into tf.data)."""
@@ -453,7 +503,7 @@ def make_mlm_dataset(folder, spec, *, batch_size, block_size=128, shuffle=True, 
     return batches.map(finish, num_parallel_calls=autotune).prefetch(autotune)
 
 
-# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 27: show_masked_example
+# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 28: show_masked_example
 def show_masked_example(batch, tokenizer, *, row=0, max_tokens=48):
     """One row of a masked batch as text: ``[<mask>→the]`` where the model must guess ``the``, ``[~of→the]`` for
     a random replacement and ``[=the]`` for a selected token left unchanged; other tokens plain."""
@@ -472,7 +522,7 @@ def show_masked_example(batch, tokenizer, *, row=0, max_tokens=48):
     return " ".join(words).replace("▁", "")
 
 
-# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 34: build_model
+# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 35: build_model
 import tensorflow as tf
 import tf_keras as keras  # transformers' TensorFlow models are tf-keras (Keras 2) models
 from transformers import TFAutoModelForMaskedLM, create_optimizer
@@ -494,7 +544,7 @@ def build_model(strategy, config, *, learning_rate, total_steps, warmup_steps, s
     return model
 
 
-# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 41: optimizer_step, restore_latest, train
+# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 42: optimizer_step, restore_latest, train
 from tpu_helpers._compat import create_optimizer_slots
 
 
@@ -525,7 +575,7 @@ def train(model, dataset, until_step, ckpt_dir, strategy, callbacks=()):
     return manager
 
 
-# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 42: step_log_callback, TrainingPlan, _duration
+# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 43: step_log_callback, TrainingPlan, _duration
 def step_log_callback(tokens_per_step: int, *, progress: bool = False):
     """A tf-keras callback recording each host round trip (loss, seconds, steps); optional tqdm bar."""
     class StepLog(keras.callbacks.Callback):
@@ -641,7 +691,7 @@ def _duration(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
 
 
-# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 53: fill_mask_pipeline, masked_sentences
+# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 54: fill_mask_pipeline, masked_sentences
 import logging
 import sys
 

@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from tpu_helpers.mlm.corpus import filter_lines, load_corpus, summarize_corpus
-from tpu_helpers.mlm.lesson_cells import TrainingPlan, masked_sentences, step_log_callback
+from tpu_helpers.mlm.corpus import filter_lines, load_corpus
+from tpu_helpers.mlm.lesson_cells import TrainingPlan, masked_sentences, step_log_callback, summarize_corpus
 from tpu_helpers.mlm.pipeline import MaskingSpec, make_mlm_dataset
 from tpu_helpers.mlm.shards import read_manifest, write_shards
 from tpu_helpers.mlm.sources import CorpusSource, parse_corpus_source
