@@ -1,5 +1,4 @@
-"""The pipelines notebook 04 compares the course's with (the guide's ``to_tf_dataset`` path and a per-record parse),
-and the interleaved timing that compares them (also used by benchmarks/bench_mlm_pipeline.py)."""
+"""The pipelines notebook 04 compares its own with, and the interleaved timing that compares them."""
 from __future__ import annotations
 
 import time
@@ -14,9 +13,7 @@ from tpu_helpers.mlm.lesson_cells import FEATURE, MaskingSpec, mask_tokens, shar
 
 def to_tf_dataset_baseline(blocks: np.ndarray, tokenizer: Any, *, batch_size: int, mlm_probability: float = 0.15,
                            shuffle: bool = True):
-    """The comparison pipeline: the same blocks through ``Dataset.to_tf_dataset`` with
-    ``DataCollatorForLanguageModeling`` (Python/numpy masking via ``tf.numpy_function``, the seed's
-    in-memory alternative; it cannot run on a TPU Node's host)."""
+    """The blocks through ``to_tf_dataset`` with ``DataCollatorForLanguageModeling`` (numpy masking)."""
     import datasets
     from transformers import DataCollatorForLanguageModeling
 
@@ -30,16 +27,7 @@ def to_tf_dataset_baseline(blocks: np.ndarray, tokenizer: Any, *, batch_size: in
 def per_record_baseline(folder: str, spec: MaskingSpec, *, batch_size: int, block_size: int = 128,
                         shuffle: bool = True, shuffle_buffer: int = 10_000, mlm_probability: float = 0.15,
                         repeat: bool = False):
-    """The comparison pipeline of the seed's script: parse one record at a time, then batch.
-
-    ``prepare_dataset`` in transformers' ``examples/tensorflow/language-modeling-tpu/run_mlm.py``: file list ->
-    shuffle -> ``TFRecordDataset(num_parallel_reads=AUTOTUNE)`` -> ``assert_cardinality`` -> ``map(decode_fn)``
-    with ``tf.io.parse_single_example`` (one call per record) -> shuffle -> ``batch(drop_remainder=True)`` ->
-    ``map(mask)`` -> ``prefetch``. The masking is `mask_tokens`, the same as `make_mlm_dataset`'s (the seed's
-    ``DataCollatorForLanguageModeling.tf_mask_tokens`` costs about the same), so a comparison of the two
-    pipelines measures where the parsing happens: per record here, per batch there. Output: the ``"dict"``
-    form of `make_mlm_dataset`.
-    """
+    """The seed's run_mlm.py pipeline: parse one record at a time, then batch and mask."""
     tf = import_tensorflow()
     names, total = shard_files(folder, block_size)
     autotune = tf.data.AUTOTUNE
@@ -65,9 +53,7 @@ def per_record_baseline(folder: str, spec: MaskingSpec, *, batch_size: int, bloc
 
 def compare_pipelines(pipelines: Mapping[str, Callable[[], Any]], *, rounds: int = 3, seconds: float = 1.0,
                       warmup_steps: int = 3, progress: bool = False) -> Benchmark:
-    """samples/s of several ``tf.data`` pipelines (name -> a function building one that does not run out), each built
-    once, `warmup_steps` batches untimed, then measured in interleaved rounds of about `seconds` each, so that a slow
-    moment of a shared machine hits every candidate alike; a `Benchmark` whose baseline is the slowest."""
+    """samples/s of several ``tf.data`` pipelines, timed in interleaved rounds; baseline the slowest."""
     iterators: dict[str, Any] = {}
     batch = 0
     for name, make in pipelines.items():

@@ -1,6 +1,4 @@
-"""What notebook 04's masked LM must beat to have learned more than word frequencies (the unigram entropy, the loss at
-the ``<mask>`` tokens, the context shuffled), and whether a run is big enough to get there: measured with
-benchmarks/mlm_context_curve.py, every run in docs/benchmarks.md, summarised in the notebook's *Why? E*."""
+"""What notebook 04's masked LM must beat to have learned more than word frequencies (docs/benchmarks.md)."""
 from __future__ import annotations
 
 from typing import Any, Sequence
@@ -13,8 +11,7 @@ MEASURED_ON = "1.1 MB of English text with the cpu profile's model and 32-token 
 
 
 def unigram_entropy(blocks: np.ndarray, special_ids: Sequence[int]) -> float:
-    """Entropy (nats) of the token frequencies in `blocks`, special tokens left out (they are never masked): the
-    loss of a model that predicts every masked token from its frequency alone."""
+    """Entropy (nats) of the regular tokens' frequencies in `blocks`: the frequency-only loss."""
     ids, counts = np.unique(np.asarray(blocks), return_counts=True)
     keep = ~np.isin(ids, np.asarray(list(special_ids)))
     if not keep.any():
@@ -25,8 +22,7 @@ def unigram_entropy(blocks: np.ndarray, special_ids: Sequence[int]) -> float:
 
 def frequency_only_note(total_steps: int, global_batch: int, block_size: int, *,
                         generated_text: bool = False) -> str | None:
-    """A note for a run that will not leave the frequency plateau (by docs/benchmarks.md), or None: a run
-    smaller than `CONTEXT_BLOCKS_MEASURED`, or one on the course's generated text (`generated_text`)."""
+    """A note for a run that will not leave the frequency plateau (docs/benchmarks.md), or None."""
     blocks = total_steps * global_batch
     if generated_text:
         return ("this run trains on the course's generated text (CORPUS='offline'), where the model learns the token "
@@ -48,16 +44,12 @@ def distinct_top_guesses(results: Sequence[Sequence[dict[str, Any]]]) -> int:
     return len({top[0]["token_str"] for top in results})
 
 
-# The most logits (rows x block x vocabulary) `masked_loss` computes in one call: 2**28 float32 values, 1 GiB of host
-# memory. A v5e-8's global batch at the tpu profile is 512 x 128 x 25,000 = 1.6 G values (6.6 GB, as float64 13 GB).
+# the most logits `masked_loss` computes on the host at once: 2**28 float32 values, 1 GiB
 MAX_LOGITS = 2**28
 
 
 def masked_loss(model: Any, batch: dict, only_input: int | None = None, *, max_logits: int = MAX_LOGITS) -> float:
-    """Mean cross-entropy (nats) of `model` at the labelled positions of an MLM batch (labels -100 elsewhere); with
-    `only_input` (the ``<mask>`` id), only at the labelled positions whose input is that token. It runs the model
-    eagerly, outside ``strategy.run``: a batch whose logits exceed `max_logits` values raises
-    `ValueError` (pass a few rows, ``{k: v[:rows] for k, v in batch.items()}``)."""
+    """Mean cross-entropy (nats) at the labelled positions (or those whose input is `only_input`)."""
     labels = np.asarray(batch["labels"])
     rows, length = labels.shape
     vocab = int(getattr(getattr(model, "config", None), "vocab_size", 0) or 0)
@@ -79,9 +71,7 @@ def masked_loss(model: Any, batch: dict, only_input: int | None = None, *, max_l
 
 
 def scramble_context(batch: dict, special_ids: Sequence[int], seed: int = 0) -> dict:
-    """The same batch with the context destroyed: in each row the unlabelled regular tokens are shuffled among
-    themselves; masked positions, their labels and special tokens stay where they are. A model that predicts from
-    frequencies alone scores the same on both; one that reads the context does worse here."""
+    """The batch with each row's unlabelled regular tokens shuffled: the context destroyed."""
     rng = np.random.default_rng(seed)
     ids = np.array(batch["input_ids"])
     labels = np.asarray(batch["labels"])

@@ -1,7 +1,4 @@
-"""Google Cloud Storage checks through TensorFlow's own ``gs://`` client, each failure a ValueError (a path) or a
-RuntimeError (a location) saying what to do: a TPU Node given a local path or the loopback emulator, no credentials
-(looked up in TensorFlow's order, ``GoogleAuthProvider``: TensorFlow itself would send anonymous requests), Cloud
-Storage unreachable (one 5 s probe), the bucket missing, not readable or not writable (which IAM role)."""
+"""Cloud Storage checks through TensorFlow's gs:// client: each failure a ValueError/RuntimeError saying what to do."""
 from __future__ import annotations
 
 import os
@@ -29,14 +26,12 @@ _BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]$")
 
 
 def looks_like_gcs(path: str | os.PathLike[str]) -> bool:
-    """Anything that starts with ``gs:`` (any case) is meant as a Cloud Storage URL: it is one, or an error, never a
-    local folder named ``gs:``."""
+    """Anything starting with ``gs:`` (any case) is meant as Cloud Storage: a URL or an error."""
     return str(path)[:3].lower() == "gs:"
 
 
 def split_gcs_path(url: str | os.PathLike[str]) -> tuple[str, str]:
-    """``"gs://bucket/a/b"`` -> ``("bucket", "a/b")``; a `ValueError` for anything else,
-    a bucket name Cloud Storage would refuse included."""
+    """``"gs://bucket/a/b"`` -> ``("bucket", "a/b")``; a `ValueError` for anything else."""
     url = str(url)
     expected = "expected gs://BUCKET/optional/prefix"
     if not url.startswith("gs://"):
@@ -53,7 +48,7 @@ def split_gcs_path(url: str | os.PathLike[str]) -> tuple[str, str]:
 
 
 def join(base: str | os.PathLike[str], *parts: str) -> str:
-    """Join path parts with ``/`` for ``gs://`` (``os.path.join`` would use ``\\`` on Windows)."""
+    """Join path parts, with ``/`` for ``gs://``."""
     base = str(base)
     return posixpath.join(base, *parts) if is_gcs_path(base) else os.path.join(base, *parts)
 
@@ -66,11 +61,7 @@ def using_emulator(env: Mapping[str, str] | None = None) -> bool:
 
 def require_gcs_path(path: str | os.PathLike[str], runtime: Runtime | None = None, *, what: str = "the data",
                      env: Mapping[str, str] | None = None) -> str:
-    """Return `path` unchanged, or raise when this runtime's TPU could not read it.
-
-    On a legacy TPU Node a local path raises `ValueError`, and a ``gs://`` path served by the local
-    emulator raises `RuntimeError`. Elsewhere (TPU VM, GPU, CPU) local paths are fine.
-    """
+    """`path` unchanged, or an error when this runtime's TPU (a TPU Node) could not read it."""
     runtime = runtime or detect_runtime(env)
     path = str(path)
     if runtime.is_tpu_node:
@@ -111,8 +102,7 @@ GCS_ENDPOINT = "https://storage.googleapis.com/"
 
 
 def _gcs_unreachable(env: Mapping[str, str], timeout: float = 5.0) -> str | None:
-    """One HEAD request to GCS (through the proxy `env` names, as TensorFlow's libcurl would): why it failed,
-    or None when GCS answered (the rule of `tpu_helpers.core.network.why_unreachable`: any HTTP status counts)."""
+    """Why one HEAD request to GCS through `env`'s proxy failed, or None (any HTTP status counts)."""
     proxy = env.get("https_proxy") or env.get("HTTPS_PROXY")
     return why_unreachable(GCS_ENDPOINT, timeout=timeout, proxies={"https": proxy} if proxy else {})
 
@@ -182,12 +172,7 @@ def _is(exc: BaseException, *names: str) -> bool:
 
 def check_bucket(url: str | os.PathLike[str], *, write: bool = True, runtime: Runtime | None = None,
                  env: Mapping[str, str] | None = None) -> BucketCheck:
-    """Check that `url` (``gs://bucket/prefix`` or a local folder) can be used for data and checkpoints.
-
-    Raises the error for the first problem found (see the module docstring); returns a `BucketCheck` when the
-    location is readable and, with `write`, writable (a probe object is written under the prefix and deleted).
-    Uses ``tf.io.gfile``: the same client as ``TFRecordDataset`` and Keras checkpoints.
-    """
+    """Check that `url` (``gs://bucket/prefix`` or a local folder) is readable and, with `write`, writable."""
     start = time.perf_counter()
     env = os.environ if env is None else env
     runtime = runtime or detect_runtime(env)

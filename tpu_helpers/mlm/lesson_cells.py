@@ -6,7 +6,57 @@ Edit the cells in the notebook, then run ./course links (a test fails while this
 # ruff: noqa: E402, F811, I001  (the cells' own imports, cell by cell, as the learner reads them)
 
 
-# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 11: train_unigram_tokenizer, roberta_config, check_config_matches_tokenizer
+# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 8: CorpusSummary, summarize_corpus
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class CorpusSummary:
+    """Language-agnostic statistics of a corpus (lines, characters, line lengths, spaces, non-ASCII)."""
+
+    name: str
+    lines: int
+    characters: int
+    utf8_bytes: int
+    line_chars: dict[str, int]  # min, p10, median, p90, max
+    distinct_characters: int
+    space_share: float
+    non_ascii_share: float
+
+    def __str__(self) -> str:
+        q = self.line_chars
+        text = (f"{self.name}\n  {self.lines:,} lines, {self.characters:,} characters ({self.utf8_bytes:,} bytes "
+                f"as UTF-8), {self.distinct_characters:,} distinct characters\n"
+                f"  characters per line: min {q['min']:,}, p10 {q['p10']:,}, median {q['median']:,}, "
+                f"p90 {q['p90']:,}, max {q['max']:,}\n"
+                f"  spaces {self.space_share:.1%} of characters, non-ASCII {self.non_ascii_share:.1%}")
+        if self.space_share < 0.05:
+            text += ("\n  note: few spaces (a language written without them?): the Metaspace pre-tokenizer splits "
+                     "on spaces, so tokens will span words; a long line is one long 'word' to the tokenizer")
+        return text
+
+
+def summarize_corpus(corpus):
+    """`CorpusSummary` of `corpus` (one pass over its text)."""
+    texts = corpus.dataset["text"]
+    if not texts:
+        raise ValueError(f"{corpus.name} has no line")
+    lengths = np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))
+    chars = int(lengths.sum())
+    joined = "".join(texts)
+    utf8 = len(joined.encode("utf-8"))
+    spaces = joined.count(" ")  # str methods run in C: a 100 M-character corpus takes seconds
+    non_ascii = chars - len(joined.encode("ascii", "ignore"))
+    p10, median, p90 = (int(v) for v in np.percentile(lengths, [10, 50, 90]))
+    return CorpusSummary(f"{corpus.name} ({corpus.source})", len(texts), chars, utf8,
+                         {"min": int(lengths.min()), "p10": p10, "median": median, "p90": p90,
+                          "max": int(lengths.max())},
+                         len(set(joined)), spaces / max(chars, 1), non_ascii / max(chars, 1))
+
+
+# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 12: train_unigram_tokenizer, roberta_config, check_config_matches_tokenizer
 from tokenizers import AddedToken, Tokenizer, decoders, normalizers, pre_tokenizers, processors
 from tokenizers.models import Unigram
 from tokenizers.trainers import UnigramTrainer
@@ -88,7 +138,7 @@ def check_config_matches_tokenizer(config, tokenizer, *, block_size=128):
                            + "\nFix: build it with roberta_config(tokenizer).")
 
 
-# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 15: ChunkStats, BlockChunker, tokenize_and_chunk, check_enough_blocks
+# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 16: ChunkStats, BlockChunker, tokenize_and_chunk, check_enough_blocks
 import itertools
 from dataclasses import dataclass
 
@@ -166,7 +216,7 @@ def check_enough_blocks(stats, global_batch, *, characters=None):
         "PER_REPLICA_BATCH (the global batch is that times the number of replicas).")
 
 
-# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 19: shard_name, ShardInfo, Manifest, read_manifest, write_atomic, serialize, ShardReport, write_shards
+# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 20: shard_name, ShardInfo, Manifest, read_manifest, write_atomic, serialize, ShardReport, write_shards
 import dataclasses
 import hashlib
 import json
@@ -351,7 +401,7 @@ def write_shards(blocks, out_dir, *, prefix="train", records_per_shard=1000, met
     return ShardReport(out_dir, manifest, written, skipped, removed, foreign, time.perf_counter() - start)
 
 
-# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 26: MaskingSpec, mask_tokens, shard_files, make_mlm_dataset
+# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 27: MaskingSpec, mask_tokens, shard_files, make_mlm_dataset
 @dataclasses.dataclass(frozen=True)
 class MaskingSpec:
     """What MLM masking needs from the tokenizer, as plain ints (cheap to pass into tf.data)."""
@@ -453,7 +503,26 @@ def make_mlm_dataset(folder, spec, *, batch_size, block_size=128, shuffle=True, 
     return batches.map(finish, num_parallel_calls=autotune).prefetch(autotune)
 
 
-# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 33: build_model
+# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 28: show_masked_example
+def show_masked_example(batch, tokenizer, *, row=0, max_tokens=48):
+    """One row of a masked batch as text: ``[<mask>→the]`` where the model must guess ``the``, ``[~of→the]`` for
+    a random replacement and ``[=the]`` for a selected token left unchanged; other tokens plain."""
+    inputs, labels = (batch[0], batch[1]) if isinstance(batch, tuple) else (batch, batch["labels"])
+    ids = np.asarray(inputs["input_ids"])[row][:max_tokens]
+    lab = np.asarray(labels)[row][:max_tokens]
+    words = []
+    for i, y in zip(ids.tolist(), lab.tolist()):
+        shown = tokenizer.convert_ids_to_tokens(int(i))
+        if y == -100:
+            words.append(shown)
+        else:
+            orig = tokenizer.convert_ids_to_tokens(int(y))
+            words.append(f"[{shown}→{orig}]" if i == tokenizer.mask_token_id else
+                         f"[={orig}]" if i == y else f"[~{shown}→{orig}]")
+    return " ".join(words).replace("▁", "")
+
+
+# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 35: build_model
 import tensorflow as tf
 import tf_keras as keras  # transformers' TensorFlow models are tf-keras (Keras 2) models
 from transformers import TFAutoModelForMaskedLM, create_optimizer
@@ -475,7 +544,7 @@ def build_model(strategy, config, *, learning_rate, total_steps, warmup_steps, s
     return model
 
 
-# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 40: optimizer_step, restore_latest, train
+# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 42: optimizer_step, restore_latest, train
 from tpu_helpers._compat import create_optimizer_slots
 
 
@@ -504,3 +573,177 @@ def train(model, dataset, until_step, ckpt_dir, strategy, callbacks=()):
         model.fit(dataset, steps_per_epoch=steps, epochs=1, verbose=0, callbacks=list(callbacks))
         print(f"  saved {manager.save(checkpoint_number=optimizer_step(model))}")
     return manager
+
+
+# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 43: step_log_callback, TrainingPlan, _duration
+def step_log_callback(tokens_per_step: int, *, progress: bool = False):
+    """A tf-keras callback recording each host round trip (loss, seconds, steps); optional tqdm bar."""
+    class StepLog(keras.callbacks.Callback):
+        def __init__(self):
+            super().__init__()
+            self.tokens_per_step = int(tokens_per_step)
+            self.losses: list[float] = []
+            self.seconds: list[float] = []
+            self.steps: list[int] = []
+            self.step_ends: list[int] = []
+            self.first_steps: list[int] = []
+            self.epochs: list[dict] = []
+            self._last = 0.0
+            self._begin = 0
+            self._bar = None
+
+        def on_train_begin(self, logs=None):
+            self.first_steps.append(len(self.losses))
+            if progress:
+                from tqdm.auto import tqdm
+
+                steps = (self.params or {}).get("steps")
+                epochs = (self.params or {}).get("epochs") or 1
+                self._bar = tqdm(total=steps * epochs if steps else None, desc="training", unit="step")
+            self._last = time.perf_counter()
+
+        def on_train_end(self, logs=None):
+            if self._bar is not None:
+                self._bar.close()
+                self._bar = None
+
+        def on_train_batch_begin(self, batch, logs=None):
+            self._begin = batch
+
+        def on_train_batch_end(self, batch, logs=None):  # batch: the last step of this call (Keras' end_step)
+            now = time.perf_counter()
+            self.seconds.append(now - self._last)
+            self._last = now
+            self.steps.append(batch - self._begin + 1)
+            self.step_ends.append((self.step_ends[-1] if self.step_ends else 0) + self.steps[-1])
+            self.losses.append(float((logs or {}).get("loss", float("nan"))))
+            if self._bar is not None:
+                self._bar.update(self.steps[-1])
+                self._bar.set_postfix(loss=f"{self.losses[-1]:.3f}", refresh=False)
+
+        def on_epoch_end(self, epoch, logs=None):
+            self.epochs.append({"epoch": epoch + 1, **{k: float(v) for k, v in (logs or {}).items()}})
+
+        def _steady(self) -> list[int]:
+            first = set(self.first_steps)
+            return [i for i in range(len(self.seconds)) if i not in first]
+
+        def steady_seconds(self) -> list[float]:
+            return [self.seconds[i] for i in self._steady()]
+
+        def seconds_per_step(self) -> float:
+            steady = self._steady()
+            steps = sum(self.steps[i] for i in steady)
+            return sum(self.seconds[i] for i in steady) / steps if steps else float("nan")
+
+        def tokens_per_second(self) -> float:
+            per_step = self.seconds_per_step()
+            return self.tokens_per_step / per_step if per_step > 0 else float("nan")
+
+    return StepLog()
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainingPlan:
+    """A run's steps, tokens and passes over the data; once `measured`, how long the rest takes."""
+
+    total_steps: int
+    global_batch: int
+    block_size: int
+    steps_per_epoch: int
+    steps_per_execution: int
+    measured_steps: int = 0
+    compile_seconds: float = float("nan")
+    seconds_per_step: float = float("nan")
+
+    @property
+    def tokens(self) -> int:
+        return self.total_steps * self.global_batch * self.block_size
+
+    @property
+    def epochs(self) -> float:
+        return self.total_steps / self.steps_per_epoch
+
+    @property
+    def remaining_seconds(self) -> float:
+        return (self.total_steps - self.measured_steps) * self.seconds_per_step
+
+    def measured(self, log):
+        """This plan with the timing of the steps `log` recorded (a first call to compile, then steady calls)."""
+        if len(log.first_steps) != 1 or len(log.seconds) < 2:
+            raise ValueError("measure one fit call of at least two host round trips (steps_per_execution each)")
+        return dataclasses.replace(self, measured_steps=log.step_ends[-1], compile_seconds=log.seconds[0],
+                                   seconds_per_step=log.seconds_per_step())
+
+    def __str__(self) -> str:
+        text = (f"plan: {self.total_steps:,} steps x {self.global_batch:,} blocks x {self.block_size} tokens = "
+                f"{self.tokens:,} tokens ({self.epochs:.2f} passes over {self.steps_per_epoch:,} steps of data); "
+                f"{self.steps_per_execution} steps per host round trip")
+        if self.measured_steps:
+            text += (f"\n  measured on this run: first call (trace + compile + {self.steps_per_execution} steps) "
+                     f"{self.compile_seconds:.1f} s, then {self.seconds_per_step * 1e3:,.1f} ms/step; "
+                     f"estimated time for the other {self.total_steps - self.measured_steps:,} steps: "
+                     f"{_duration(self.remaining_seconds)}")
+        return text
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
+
+
+# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 54: fill_mask_pipeline, masked_sentences
+import logging
+import sys
+
+from tpu_helpers._compat import hide_torch_xla_and_accelerate_from_transformers
+from tpu_helpers.core.logs import DropMessages
+
+# transformers 4.57 logs its TF deprecation once per module logger: a TF pipeline repeats what building the model said
+TF_DEPRECATION = "TensorFlow and JAX classes are deprecated"
+
+
+def fill_mask_pipeline(model, tokenizer, *, top_k=5):
+    """transformers' fill-mask pipeline for a TF model; torch_xla and accelerate hidden first (they abort TF here)."""
+    if "tensorflow" in sys.modules and "torch_xla" not in sys.modules:
+        hide_torch_xla_and_accelerate_from_transformers()
+    for name, prefixes in {"transformers.pipelines.base": ("Device set to use", TF_DEPRECATION),
+                           "transformers.tokenization_utils_base": (TF_DEPRECATION,)}.items():
+        log = logging.getLogger(name)  # optional: drop two repeated log lines, by message
+        if not any(isinstance(f, DropMessages) for f in log.filters):
+            log.addFilter(DropMessages(*prefixes))
+    from transformers import pipeline
+
+    return pipeline("fill-mask", model=model, tokenizer=tokenizer, framework="tf", top_k=top_k, dtype=None)
+
+
+def masked_sentences(texts, *, count=3, seed=0, max_chars=90, mask="<mask>", tokenizer=None, max_tokens=None):
+    """`count` probes from the corpus: a line's start with one word masked (one character for text without spaces),
+    shortened until it tokenizes to at most `max_tokens` ids when a tokenizer is given."""
+
+    def fits(words):
+        if tokenizer is None or max_tokens is None:
+            return True
+        return len(tokenizer(" ".join(words), verbose=False)["input_ids"]) <= max_tokens
+
+    rng = np.random.default_rng(seed)
+    out = []
+    candidates = [t for t in texts if len(t.strip()) >= 20]
+    for i in rng.permutation(len(candidates)):
+        line = candidates[int(i)].strip()
+        head = line[:max_chars].rsplit(" ", 1)[0] if " " in line[:max_chars] else line[:max_chars]
+        words = head.split(" ")
+        picks = [j for j, w in enumerate(words) if j > 0 and len(w) >= 3 and w.isalpha()]
+        if picks:
+            at = picks[int(rng.integers(len(picks)))]
+            words[at] = mask
+            while not fits(words) and len(words) > at + 1:
+                words.pop()
+            if fits(words):
+                out.append(" ".join(words))
+        elif " " not in head and len(head) >= 10:
+            probe = head[: len(head) // 2] + mask + head[len(head) // 2 + 1:]
+            if fits([probe]):
+                out.append(probe)
+        if len(out) == count:
+            return out
+    raise ValueError(f"found only {len(out)} lines with a word to mask (need {count}): is the corpus text?")

@@ -1,5 +1,4 @@
-"""Checking TFRecord shards against their manifest (size, record framing, sha256); notebook 04's cells define the
-format and the writer (``lesson_cells``: `Manifest`, `write_shards`, `read_manifest`), importable here as well."""
+"""Checking TFRecord shards against their manifest (size, record framing, sha256)."""
 from __future__ import annotations
 
 import hashlib
@@ -23,13 +22,9 @@ from tpu_helpers.mlm.lesson_cells import (  # noqa: F401
 
 
 def records_in_name(name: str) -> int | None:
-    """The record count written in a shard's name, or None if the name does not follow `shard_name`."""
+    """The record count written in a shard's name, or None."""
     m = SHARD_NAME.match(posixpath.basename(name))
     return int(m.group("records")) if m else None
-
-
-def _join(base: str, name: str) -> str:
-    return posixpath.join(base, name)
 
 
 def count_tfrecords(data: bytes) -> int:
@@ -69,11 +64,7 @@ class VerifyReport:
 
 
 def verify_shards(shard_dir: str | os.PathLike[str], *, deep: bool = True) -> VerifyReport:
-    """Check every shard against the manifest: present, same size, and (`deep`) same sha256 and record count.
-
-    Also reports an incomplete manifest (an interrupted run), ``.tfrecord`` files the manifest does not list,
-    and ``.partial`` leftovers.
-    """
+    """Check every shard against the manifest (present, size, sha256, records), and report strays."""
     tf = import_tensorflow()
     shard_dir = str(shard_dir).rstrip("/")
     manifest = read_manifest(shard_dir)
@@ -81,14 +72,14 @@ def verify_shards(shard_dir: str | os.PathLike[str], *, deep: bool = True) -> Ve
     if not manifest.complete:
         problems.append("the manifest is incomplete: the run that wrote these shards did not finish")
     listed = {s.name for s in manifest.shards}
-    present = {posixpath.basename(p) for p in tf.io.gfile.glob(_join(shard_dir, "*"))}
+    present = {posixpath.basename(p) for p in tf.io.gfile.glob(posixpath.join(shard_dir, "*"))}
     for name in sorted(present - listed - {MANIFEST_NAME}):
         if name.endswith(".tfrecord"):
             problems.append(f"{name}: not in the manifest (stale or foreign shard; a glob would read it)")
         elif ".partial-" in name:
             problems.append(f"{name}: leftover of an interrupted write")
     for info in manifest.shards:
-        path = _join(shard_dir, info.name)
+        path = posixpath.join(shard_dir, info.name)
         if info.name not in present:
             problems.append(f"{info.name}: missing")
             continue

@@ -1,21 +1,11 @@
-"""Reference answers for notebook 04's exercises (a RoBERTa masked LM from scratch). Try first, then read.
-
-A TensorFlow module: import it in a TensorFlow kernel or test only.
-"""
+"""Reference answers for notebook 04's exercises (TensorFlow). Try first, then read."""
 from __future__ import annotations
 
 import tensorflow as tf
 
 
 def mask_batch(input_ids, spec):
-    """BERT/RoBERTa masking of a whole batch with TF ops: ``(masked_ids, labels)``.
-
-    Every position keeps its place (static shapes): ``tf.where`` picks the value. A non-special token is
-    selected with probability 0.15; one more uniform draw ``u`` decides what a selected token becomes:
-    ``u < 0.8`` ``<mask>``, ``0.8 <= u < 0.9`` a random *regular* token, otherwise itself. Labels hold the
-    original id where selected and -100 elsewhere. ``tf.random.uniform`` draws new numbers on every call, so
-    every epoch sees new masks. (`tpu_helpers.mlm.pipeline.mask_tokens` is the same with an optional seed.)
-    """
+    """BERT/RoBERTa masking with TF ops and static shapes: 15% selected, then 80% / 10% / 10%."""
     ids = tf.convert_to_tensor(input_ids)
     shape = tf.shape(ids)
     specials = tf.constant(spec.special_ids, ids.dtype)
@@ -31,16 +21,13 @@ def mask_batch(input_ids, spec):
 
 
 def epoch_plan(manifest, global_batch: int):
-    """``(total_records, steps_per_epoch)`` from a shard manifest: the records of every shard added up (the last
-    shard is usually short, so shards x records_per_shard overcounts), and whole batches only, because the
-    pipeline batches with ``drop_remainder=True``."""
+    """``(total_records, steps_per_epoch)``: every shard's records added up, whole batches only."""
     total = sum(shard.records for shard in manifest.shards)
     return total, total // global_batch
 
 
 def masked_accuracy(labels, logits):
-    """Accuracy over the positions whose label is not -100, with static shapes: a 0/1 weight per position,
-    correct predictions weighted and summed, divided by the number of labelled positions (0.0 if none)."""
+    """Accuracy over the positions labelled other than -100, with a 0/1 weight (static shapes)."""
     labels = tf.convert_to_tensor(labels)
     weights = tf.cast(tf.not_equal(labels, -100), tf.float32)
     predicted = tf.cast(tf.argmax(logits, axis=-1), labels.dtype)

@@ -1,8 +1,4 @@
-"""The learner's own text as notebook 04's corpus: a local ``.txt`` file or folder, ``gs://`` text files (read with
-``tf.io.gfile``, so a TPU VM and the local emulator work alike), or a Hugging Face dataset by name with its text
-column (``"NAME:CONFIG:COLUMN"``, loaded like WikiText); and `Corpus`, what every corpus loader returns (here and
-in `tpu_helpers.mlm.corpus`). Every file is checked line by line: an empty, binary or non-UTF-8 file is a
-`ValueError` naming the file and the line. Framework-free at import."""
+"""The learner's own text as notebook 04's corpus (.txt files, local or gs://, or a Hub dataset), and `Corpus`."""
 from __future__ import annotations
 
 import codecs
@@ -60,9 +56,7 @@ class CorpusSource:
 
 
 def parse_corpus_source(value: str | os.PathLike[str]) -> CorpusSource:
-    """Read a ``CORPUS`` value: ``"auto"``/``"wikitext"``/``"python-docs"``/``"offline"``; ``gs://...`` text files;
-    an existing local ``.txt`` file or folder; ``"hf:NAME[:CONFIG[:COLUMN]]"`` (or the same without ``hf:`` when no
-    such local path exists) for a Hugging Face dataset, column ``text`` unless named. Anything else: a clear error."""
+    """Read a ``CORPUS`` value (a built-in name, text files, ``hf:NAME:CONFIG:COLUMN``); else a clear error."""
     text = str(value).strip()
     if text.lower() in BUILTIN:
         return CorpusSource("builtin", text.lower())
@@ -85,7 +79,6 @@ def parse_corpus_source(value: str | os.PathLike[str]) -> CorpusSource:
     return CorpusSource("hub", match["name"], match["config"] or None, match["column"] or "text")
 
 
-# ------------------------------------------------------------------------------------------ text files
 def _tf_gfile():
     return import_tensorflow().io.gfile
 
@@ -176,8 +169,11 @@ def load_text_files(location: str, *, max_lines: int | None = None, progress: bo
 
     files = list_text_files(location)
     lines: list[str] = []
-    bar = _progress(files, progress, "reading text files")
-    for name in bar:
+    if progress and len(files) > 1:
+        from tqdm.auto import tqdm
+
+        files = tqdm(files, desc="reading text files", unit="file")
+    for name in files:
         left = None if max_lines is None else max_lines - len(lines)
         if left is not None and left <= 0:
             break
@@ -188,20 +184,9 @@ def load_text_files(location: str, *, max_lines: int | None = None, progress: bo
                   "Your text: read line by line (UTF-8), one training document per line.")
 
 
-def _progress(items: list[str], enabled: bool, desc: str):
-    if not enabled or len(items) < 2:
-        return items
-    from tqdm.auto import tqdm
-
-    return tqdm(items, desc=desc, unit="file")
-
-
-# ------------------------------------------------------------------------------------------ Hub datasets
 def load_hub_dataset(name: str, config: str | None = None, column: str = "text", split: str = "train", *,
                      max_lines: int | None = None) -> Corpus:
-    """A Hugging Face dataset's text column as a corpus, loaded like WikiText (``datasets.load_dataset``; a
-    local dataset folder works too). Offline and not cached: `RuntimeError`; a missing or non-text
-    column: `ValueError` listing the columns."""
+    """A Hugging Face dataset's text column as a corpus (a local dataset folder works too)."""
     import datasets
 
     if Path(name).exists():  # a local dataset folder: no Hub involved

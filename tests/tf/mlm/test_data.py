@@ -10,7 +10,8 @@ from course_support.mlm import crash_at_record
 
 from tpu_helpers.mlm.baselines import to_tf_dataset_baseline
 from tpu_helpers.mlm.corpus import filter_lines, load_corpus
-from tpu_helpers.mlm.pipeline import MaskingSpec, make_mlm_dataset, mask_tokens, shard_files, show_masked_example
+from tpu_helpers.mlm.lesson_cells import show_masked_example
+from tpu_helpers.mlm.pipeline import MaskingSpec, make_mlm_dataset, mask_tokens, shard_files
 from tpu_helpers.mlm.shards import (
     read_manifest,
     records_in_name,

@@ -10,16 +10,11 @@ import pytest
 
 from tpu_helpers.mlm.baselines import compare_pipelines, per_record_baseline
 from tpu_helpers.mlm.corpus import filter_lines, load_corpus
+from tpu_helpers.mlm.lesson_cells import TF_DEPRECATION, fill_mask_pipeline, step_log_callback
 from tpu_helpers.mlm.pipeline import MaskingSpec, make_mlm_dataset
 from tpu_helpers.mlm.shards import write_shards
 from tpu_helpers.mlm.tokenizer import roberta_config, train_unigram_tokenizer
-from tpu_helpers.mlm.training import (
-    TF_DEPRECATION,
-    fill_mask_pipeline,
-    masked_accuracy,
-    masked_accuracy_metric,
-    step_log_callback,
-)
+from tpu_helpers.mlm.training import masked_accuracy, masked_accuracy_metric
 
 BLOCK = 128
 SPEC = MaskingSpec(mask_token_id=4, vocab_size=500, special_ids=(0, 1, 2, 3, 4), pad_token_id=1)
