@@ -53,7 +53,7 @@ def xla_runtime_is_initialized(torch_xla_module: Any) -> bool:
 def hide_torch_xla_and_accelerate_from_transformers() -> None:
     """Make transformers believe torch_xla and accelerate are absent, in a TensorFlow process: it caches both in
     private flags of ``transformers.utils.import_utils`` at import (``USE_TORCH_XLA=0`` covers only the first), and
-    its pipelines import them when found (why: `tpu_helpers.mlm.training.fill_mask_pipeline`)."""
+    its pipelines import them when found (why: notebook 04's `fill_mask_pipeline`, a cell tagged save: `tpu_helpers.mlm.lesson_cells`)."""
     import transformers.utils.import_utils as import_utils
 
     import_utils._torch_xla_available = False
