@@ -65,6 +65,8 @@ REHEARSALS = {
     "tests/tf/tpu_tf/test_strategy.py::test_real_simulated_replicas_on_this_cpu": "TPUStrategy's replicas on CPUs",
     "tests/torch/banking77/test_replicas.py::test_replicas_train_as_one": "notebook 05's training in several processes",
     "tests/torch/trainers/test_replicas.py::test_forked_replicas": "Lightning's replicas forked on the CPU",
+    "tests/torch/banking77/test_schedule_graphs.py": "notebook 05's training on the tpu profile's schedule (3 epochs)",
+    "tests/torch/trainers/test_schedule_graphs.py": "Lightning on the tpu profile's schedule (3 epochs)",
     "tests/hosted/": "the hosted images (Colab TPU/CPU/GPU, Kaggle TPU) rebuilt and their notebooks run",
 }
 
