@@ -7,20 +7,9 @@ from lightning.pytorch.callbacks import Callback
 from transformers import TrainerCallback
 
 from tpu_helpers.xla_debug.diagnose import SlowRunReport, StepRecorder, diagnose_slow_run, shape_signature
-from tpu_helpers.xla_torch.counters import SCALAR_READ, XlaSnapshot, fallbacks_between, snapshot
+from tpu_helpers.xla_torch.counters import XlaSnapshot, between, snapshot
 
 __all__ = ["SlowRunDetective", "HFStepDetective"]
-
-
-def _epoch_delta(a: XlaSnapshot, b: XlaSnapshot) -> dict[str, Any]:
-    return {
-        "compilations": b.counter("UncachedCompile") - a.counter("UncachedCompile"),
-        "executions": b.counter("ExecuteComputation") - a.counter("ExecuteComputation"),
-        "scalar_reads": b.counter(SCALAR_READ) - a.counter(SCALAR_READ),
-        "syncs": b.metric("TransferFromDeviceTime")[0] - a.metric("TransferFromDeviceTime")[0],
-        "fallbacks": fallbacks_between(a, b),
-        "compile_seconds": (b.metric("CompileTime")[1] - a.metric("CompileTime")[1]) / 1e9,
-    }
 
 
 class SlowRunDetective(Callback):
@@ -51,7 +40,7 @@ class SlowRunDetective(Callback):
         self._shapes.add(tuple(sorted(shape_signature(batch).items())))
 
     def on_train_epoch_end(self, trainer, pl_module) -> None:
-        stats = _epoch_delta(self._epoch_start, snapshot())
+        stats = between(self._epoch_start, snapshot())
         stats["epoch"] = len(self.epochs) + 1
         stats["shapes"] = sorted({dict(s).get("input_ids") for s in self._shapes} - {None})
         self.epochs.append(stats)
