@@ -95,22 +95,18 @@ def child_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def _children(pid: int) -> list[int]:
-    found = []
+def _descendants(pid: int) -> list[int]:
+    """Every process below `pid` (Linux ``/proc``; elsewhere none)."""
+    parents = {}
     for entry in Path("/proc").glob("[0-9]*/stat"):
         try:
-            fields = entry.read_text().rsplit(")", 1)[1].split()
+            parents[int(entry.parent.name)] = int(entry.read_text().rsplit(")", 1)[1].split()[1])
         except OSError:  # the process ended meanwhile
             continue
-        if int(fields[1]) == pid:
-            found.append(int(entry.parent.name))
-    return found
-
-
-def _descendants(pid: int) -> list[int]:
     out, todo = [], [pid]
     while todo:
-        kids = _children(todo.pop())
+        pid = todo.pop()
+        kids = [p for p, parent in parents.items() if parent == pid]
         out += kids
         todo += kids
     return out
