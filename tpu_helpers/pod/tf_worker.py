@@ -107,7 +107,7 @@ def train(job: dict[str, Any], strategy, *, steps: int, report_dir: str | None, 
     return report
 
 
-def restore_digest(job: dict[str, Any], checkpoint: str) -> str:
+def restore_digest(job: dict[str, Any], checkpoint: str) -> int:
     """Build the model afresh (no strategy), restore `checkpoint` into it, return its `weights_digest`."""
     tf = import_tensorflow()
     import tf_keras as keras
