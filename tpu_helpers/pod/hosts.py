@@ -1,9 +1,4 @@
-"""Several local "hosts" on one machine, notebook 08's rehearsal of a multi-host slice (framework-free).
-
-`run_hosts` starts one process group per host on 127.0.0.1, each with its own log, kills every group at a wall-clock
-limit (never a hang), and can kill one host when its log shows a line (a host lost mid-run). TensorFlow's hosts find
-each other through `tf_config`, PyTorch's through `torchrun_command`. Nothing listens beyond loopback.
-"""
+"""Notebook 08's rehearsal of a multi-host slice: `run_hosts` runs one process group per "host" on 127.0.0.1."""
 from __future__ import annotations
 
 import json
@@ -21,8 +16,7 @@ from typing import Mapping, Sequence
 __all__ = ["LOST_HOST_EXIT", "HostRun", "KillPlan", "free_ports", "tf_config", "torchrun_command", "child_environment",
            "run_hosts"]
 
-# what a parent process (a pytest process of tests/common, a notebook kernel) may have set that the hosts must
-# decide for themselves
+# what a parent process may have set that each host decides for itself
 _CLEARED = ("USE_TF", "USE_TORCH", "USE_TORCH_XLA", "TF_CONFIG", "RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR",
             "MASTER_PORT", "PJRT_DEVICE", "CPU_NUM_DEVICES", "XLA_FLAGS", "ACCELERATE_USE_CPU")
 
@@ -32,8 +26,7 @@ LOST_HOST_EXIT = 3  # the exit status of a host whose partner stopped answering 
 
 @dataclass
 class KillPlan:
-    """Kill host `host`'s process group once a line of host `watch`'s log (its own by default) matches `after` (a
-    regular expression)."""
+    """Kill host `host` once host `watch`'s log (its own by default) matches the regular expression `after`."""
 
     host: int
     after: str
@@ -65,7 +58,7 @@ class HostRun:
 
 
 def free_ports(count: int) -> list[int]:
-    """`count` distinct TCP ports free on 127.0.0.1 right now (held together while chosen, so never the same)."""
+    """`count` distinct TCP ports free on 127.0.0.1 right now."""
     socks = []
     try:
         for _ in range(count):
@@ -79,7 +72,7 @@ def free_ports(count: int) -> list[int]:
 
 
 def tf_config(ports: Sequence[int], index: int) -> str:
-    """``TF_CONFIG`` for worker `index` of a cluster of workers on 127.0.0.1 (worker 0 is the chief)."""
+    """``TF_CONFIG`` for worker `index` of a cluster on 127.0.0.1 (worker 0 is the chief)."""
     if not 0 <= index < len(ports):
         raise ValueError(f"worker {index} of {len(ports)}: the index must be in 0..{len(ports) - 1}")
     return json.dumps({"cluster": {"worker": [f"127.0.0.1:{p}" for p in ports]},
@@ -87,49 +80,40 @@ def tf_config(ports: Sequence[int], index: int) -> str:
 
 
 def torchrun_command(node_rank: int, nnodes: int, port: int, module: str, args: Sequence[str] = (), *,
-                     nproc_per_node: int = 1, python: str = sys.executable) -> list[str]:
-    """The ``torchrun`` command one host runs: static rendezvous at 127.0.0.1:`port`, `nproc_per_node` processes
-    here (a TPU host: one per chip; the CPU rehearsal: one), then ``python -m module args``."""
-    return [python, "-m", "torch.distributed.run", f"--nnodes={nnodes}", f"--node-rank={node_rank}",
+                     nproc_per_node: int = 1) -> list[str]:
+    """One host's ``torchrun`` command: static rendezvous at 127.0.0.1:`port`, `nproc_per_node` processes (one per chip)."""
+    return [sys.executable, "-m", "torch.distributed.run", f"--nnodes={nnodes}", f"--node-rank={node_rank}",
             f"--nproc-per-node={nproc_per_node}", "--master-addr=127.0.0.1", f"--master-port={port}",
             "--max-restarts=0", "--module", module, *args]
 
 
-def child_environment(extra: Mapping[str, str] | None = None, *, environ: Mapping[str, str] | None = None
-                      ) -> dict[str, str]:
-    """The environment of a host: this process's, without what would decide for the host (``USE_TF``, a parent's
-    ``TF_CONFIG`` or ``RANK``...), with unbuffered output and one OpenMP thread, then `extra`."""
-    env = {k: v for k, v in (os.environ if environ is None else environ).items() if k not in _CLEARED}
+def child_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """This process's environment without `_CLEARED`, unbuffered, one OpenMP thread, then `extra`."""
+    env = {k: v for k, v in os.environ.items() if k not in _CLEARED}
     env.update(PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1", TF_CPP_MIN_LOG_LEVEL="2")
     env.update(extra or {})
     return env
 
 
-def _children(pid: int) -> list[int]:
-    """The processes whose parent is `pid` (Linux ``/proc``; elsewhere none are found)."""
-    found = []
+def _descendants(pid: int) -> list[int]:
+    """Every process below `pid` (Linux ``/proc``; elsewhere none)."""
+    parents = {}
     for entry in Path("/proc").glob("[0-9]*/stat"):
         try:
-            fields = entry.read_text().rsplit(")", 1)[1].split()
+            parents[int(entry.parent.name)] = int(entry.read_text().rsplit(")", 1)[1].split()[1])
         except OSError:  # the process ended meanwhile
             continue
-        if int(fields[1]) == pid:
-            found.append(int(entry.parent.name))
-    return found
-
-
-def _descendants(pid: int) -> list[int]:
     out, todo = [], [pid]
     while todo:
-        kids = _children(todo.pop())
+        pid = todo.pop()
+        kids = [p for p, parent in parents.items() if parent == pid]
         out += kids
         todo += kids
     return out
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
-    """SIGKILL a host: its process group and every process it started, even those in sessions of their own
-    (``torchrun`` starts its workers in new sessions: killing the launcher's group alone leaves them running)."""
+    """SIGKILL a host's group and all its descendants (torchrun starts its workers in sessions of their own)."""
     pids = _descendants(proc.pid)
     try:
         os.killpg(proc.pid, signal.SIGKILL)
@@ -143,22 +127,14 @@ def _kill_group(proc: subprocess.Popen) -> None:
 
 
 def run_hosts(commands: Sequence[Sequence[str]], envs: Sequence[Mapping[str, str]], *, log_dir: str | os.PathLike,
-              timeout_s: float, kill: KillPlan | None = None, after_kill_s: float = 90.0, names: Sequence[str] = (),
-              poll_s: float = 0.2) -> list[HostRun]:
-    """Start one process group per host, wait for all of them, return what each did.
-
-    Every host that is still running when `timeout_s` is reached is killed and a RuntimeError raised with the end of
-    every log (a run never hangs). With `kill`, that host's group is killed as soon as its log matches
-    ``kill.after``; the others then have `after_kill_s` to stop by themselves (a survivor still running then is
-    killed and reported as ``returncode None``: the run proves it hung). When a host fails by itself, the others
-    get `after_kill_s` too: on a real slice they would wait for it in their next all-reduce.
-    """
+              timeout_s: float, kill: KillPlan | None = None, after_kill_s: float = 90.0) -> list[HostRun]:
+    """Run one process group per host; past `timeout_s` kill all and raise. Once a host is killed (`kill`) or fails,
+    the others get `after_kill_s` to stop by themselves, else they are killed and marked ``hung``."""
     if len(commands) != len(envs):
         raise ValueError("one environment per command")
     log_dir = Path(log_dir)
     log_dir.mkdir(parents=True, exist_ok=True)
-    names = list(names) or [f"host {i}" for i in range(len(commands))]
-    runs = [HostRun(names[i], list(cmd), log_dir / f"host-{i}.log") for i, cmd in enumerate(commands)]
+    runs = [HostRun(f"host {i}", list(cmd), log_dir / f"host-{i}.log") for i, cmd in enumerate(commands)]
     procs: list[subprocess.Popen] = []
     start = time.monotonic()
     ended_at: float | None = None  # when a host was killed, or first failed by itself
@@ -196,7 +172,7 @@ def run_hosts(commands: Sequence[Sequence[str]], envs: Sequence[Mapping[str, str
                     runs[i].seconds, runs[i].seconds_after_kill = now - start, now - ended_at
                     runs[i].hung = True
                 return runs
-            time.sleep(poll_s)
+            time.sleep(0.2)
     finally:
         for proc in procs:
             if proc.poll() is None:

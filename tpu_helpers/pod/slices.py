@@ -1,7 +1,5 @@
-"""Multi-host TPU slices: chips, workers and replicas of a slice name, where each fact comes from, and the gcloud
-commands that run one program on every worker (framework-free). Checked against `SOURCES` in `CHECKED`; the rule:
-a name counts TensorCores on v2-v4 and v5p, chips on v5e and v6e; a multi-host slice is made of 4-chip workers; a
-v2/v3 chip is 2 replicas, a v4 (megacore), v5e or v6e chip 1."""
+"""Multi-host TPU slices: chips, workers and replicas of a slice name (checked against `SOURCES` in `CHECKED`), and
+the gcloud commands that run one program on every worker."""
 from __future__ import annotations
 
 import shlex
@@ -54,9 +52,7 @@ class SliceLayout:
 
 
 def slice_layout(accelerator_type: str) -> SliceLayout:
-    """Chips, workers and replicas of a slice name (``v5litepod-16``, ``v5e-16``, ``v4-16``, ``v3-32``): the name read
-    by `tpu_helpers.core.runtime.parse_accelerator_type`, the devices per chip and the TPU VMs (`slice_hosts`) from
-    the same module, which notebooks 00 and 03 use too."""
+    """Chips, workers and replicas of a slice name (``v5litepod-16``, ``v4-16``, ``v3-32``), by `core.runtime`'s rules."""
     generation, chips, _cores = parse_accelerator_type(accelerator_type)
     return SliceLayout(str(accelerator_type), generation, chips, slice_hosts(generation, chips),
                        chips * _DEVICES_PER_CHIP[generation], SOURCES.get(generation, SOURCES["architecture"]))
@@ -72,8 +68,7 @@ def create_command(name: str, zone: str, accelerator_type: str, version: str) ->
 
 
 def on_every_worker(name: str, zone: str, command: str, worker: str = "all") -> str:
-    """Run `command` on every worker of the slice at once (the same program on every host), or on one
-    (``worker="0"``: TensorFlow's single client)."""
+    """Run `command` on every worker of the slice at once, or on one (``worker="0"``)."""
     return f"gcloud compute tpus tpu-vm ssh {name} --zone={zone} --worker={worker} --command={shlex.quote(command)}"
 
 

@@ -1,12 +1,7 @@
-"""Notebook 08's TensorFlow script: notebook 04's masked LM trained on several hosts, the same code on a slice and
-in the notebook's rehearsal with local hosts.
+"""Notebook 08's TensorFlow script: notebook 04's masked LM on several hosts (a slice, or the local rehearsal), with
+notebook 08's saved cells; the chief alone keeps the checkpoint and log.
 
     python -m tpu_helpers.pod.tf_worker --job gs://BUCKET/pod/job.json [--tpu NAME] [--report FOLDER]
-
-The strategy, the per-host dataset function and the training step are notebook 08's cell tagged ``save``
-(`tpu_helpers.pod.lesson_cells`); this script adds the loop, one writer (the chief writes the log and the
-checkpoint; every worker calls ``Checkpoint.write``, the others into a folder they delete, as TensorFlow's
-multi-worker tutorial does), ``--report``'s evidence per host, and `hosts.LOST_HOST_EXIT` when a peer stops answering.
 """
 from __future__ import annotations
 
@@ -36,15 +31,13 @@ def load_job(path: str) -> dict[str, Any]:
 
 
 def weights_digest(variables: Sequence[Any]) -> int:
-    """`core.digests.weights_digest` of TF variables; a name without its first part: Keras numbers a second model's
-    top scope (``tf_roberta_for_masked_lm_1/...``) in one process."""
+    """`core.digests.weights_digest` of TF variables, names without Keras's numbered top scope."""
     return digests.weights_digest((v.name.split("/", 1)[-1], v.numpy()) for v in variables)
 
 
 def train(job: dict[str, Any], strategy, *, steps: int, report_dir: str | None, sleep_s: float = 0.0,
           with_source: bool | None = None) -> dict:
-    """Train `steps` global steps; return this host's evidence (also written to ``report_dir``). `with_source`: the
-    shard names travel with the batches (None: off a TPU only; a TPU step takes and returns no strings)."""
+    """Train `steps` global steps; return this host's evidence. `with_source`: shard names ride along (None: off a TPU)."""
     tf = import_tensorflow()
     import tf_keras as keras
     from transformers import RobertaConfig, TFAutoModelForMaskedLM
@@ -114,7 +107,7 @@ def train(job: dict[str, Any], strategy, *, steps: int, report_dir: str | None, 
     return report
 
 
-def restore_digest(job: dict[str, Any], checkpoint: str) -> str:
+def restore_digest(job: dict[str, Any], checkpoint: str) -> int:
     """Build the model afresh (no strategy), restore `checkpoint` into it, return its `weights_digest`."""
     tf = import_tensorflow()
     import tf_keras as keras

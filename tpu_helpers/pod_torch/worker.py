@@ -3,11 +3,6 @@
     python -m tpu_helpers.pod_torch.worker --tokenizer tokenizer --save model     # a TPU VM worker: a process per chip
     torchrun --nnodes 2 --node-rank R --master-addr 127.0.0.1 --master-port P \\
         --module tpu_helpers.pod_torch.worker --save DIR --report DIR            # the rehearsal: gloo on the CPU
-
-Every process builds the same data and model from the seed and loads one tokenizer trained before the launch
-(``--prepare``); the ``Accelerator`` in the function finds every host's processes from the launcher's variables;
-only the main process saves. ``--restore`` loads a saved model in a fresh process. A process whose partner is lost
-exits with `tpu_helpers.pod.hosts.LOST_HOST_EXIT`.
 """
 from __future__ import annotations
 
@@ -35,9 +30,7 @@ def _prepare() -> None:
 
 
 def build(seed: int, per_label: int, max_length: int, tokenizer_dir: str | None = None):
-    """The data, tokenizer and model every process builds alike (notebook 05's ``ci`` sizes, smaller). The tokenizer
-    is loaded from `tokenizer_dir` (`prepare` wrote it once): training one in every process would not give every
-    process the same vocabulary (WordPiece training breaks ties differently from run to run)."""
+    """The data, tokenizer (`prepare`'s: WordPiece training breaks ties differently per run) and model, alike everywhere."""
     from tpu_helpers.banking77 import dataset
 
     data = dataset.load_banking77("synthetic", n_train_per_label=per_label, n_test_per_label=1, seed=seed)
@@ -54,8 +47,7 @@ def build(seed: int, per_label: int, max_length: int, tokenizer_dir: str | None 
 
 
 def prepare(folder: str, seed: int, per_label: int) -> str:
-    """Train the tokenizer once and save it to `folder` (on a slice: ``gs://``, or baked into the image), before
-    the hosts start; every process then loads this one (`build`). Returns the folder."""
+    """Train the tokenizer once, before the hosts start, and save it to `folder` (returned)."""
     from tpu_helpers.banking77 import dataset
 
     data = dataset.load_banking77("synthetic", n_train_per_label=per_label, n_test_per_label=1, seed=seed)
@@ -77,8 +69,7 @@ def restore(folder: str) -> dict:
 
 
 def train_and_save(model, train_ds, eval_ds, config, tokenizer, save: str | None, report: str | None) -> None:
-    """What every process runs: notebook 05's `training_function`, unchanged, then the model saved by the main process
-    of the whole job only (into a temporary folder, then renamed), then this process's evidence."""
+    """Notebook 05's `training_function` unchanged; the job's main process saves; every process reports."""
     import torch.distributed as dist
     from accelerate import PartialState
 

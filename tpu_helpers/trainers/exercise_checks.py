@@ -1,6 +1,4 @@
-"""Self-checks for notebook 07's exercises: a ``training_step`` that logs the epoch's mean loss without a host read,
-and ``TrainingArguments`` plus a collator that give the Hugging Face ``Trainer`` one batch shape on XLA. Both train
-on the XLA device under a forked torch RNG, so a check does not change what the notebook's other cells draw."""
+"""Checks of notebook 07's exercises, each training on the XLA device under a forked torch RNG."""
 from __future__ import annotations
 
 import tempfile
@@ -15,8 +13,7 @@ answer = answer_for(__package__)  # the notebook's answers, or this package's so
 
 def check_training_step(training_step: Callable, module_class: type, dataset: Any, collator: Callable, *,
                         vocab_size: int, num_labels: int, accelerator: Any, steps: int = 8, batch_size: int = 16):
-    """Fit ``module_class(vocab_size, num_labels)`` with ``training_step`` as its method for ``steps`` steps (one
-    epoch) on ``dataset`` padded by ``collator``; the detective judges the steps after 2 warm-up steps."""
+    """One epoch of ``steps`` with ``training_step`` as the module's method: no host read, train_loss the mean loss."""
 
     def body() -> str:
         import lightning.pytorch as L
@@ -52,11 +49,10 @@ def check_training_step(training_step: Callable, module_class: type, dataset: An
             f"{len(losses.losses)} of {steps} steps returned a loss: return the loss tensor from training_step")
         report = detective.report(warmup_steps=2)
         reads = sum(s.scalar_reads for s in detective.steps)  # every step, the warm-up too: not one read allowed
-        if reads:
-            raise AssertionError(
-                f"your step reads a value on the host: {reads} scalar read(s) in {len(detective.steps)} steps. "
-                "`.item()`, `float(loss)` or `print(loss)` make the host wait for the device; pass the tensor "
-                "itself to self.log and let Lightning reduce it")
+        assert not reads, (
+            f"your step reads a value on the host: {reads} scalar read(s) in {len(detective.steps)} steps. "
+            "`.item()`, `float(loss)` or `print(loss)` make the host wait for the device; pass the tensor "
+            "itself to self.log and let Lightning reduce it")
         metrics = trainer.callback_metrics
         key = "train_loss" if "train_loss" in metrics else "train_loss_epoch"
         assert key in metrics, (f"nothing was logged as 'train_loss' (logged: {sorted(metrics) or 'nothing'}): "
@@ -98,9 +94,7 @@ def _tiny_classifier(vocab_size: int, num_labels: int):
 
 def check_static_trainer_setup(setup: Callable, tokenizer: Any, dataset: Any, *, max_length: int, batch_size: int,
                                num_labels: int, steps: int = 6):
-    """``args, collator = setup(tokenizer, max_length, batch_size, output_dir)``; a ``Trainer`` with them on
-    ``dataset`` (variable-length queries) must give one batch shape, train ``steps`` steps on the XLA device, and
-    compile nothing after its first 2 steps."""
+    """``setup(...) -> (args, collator)``: a ``Trainer`` with one batch shape, nothing compiled after 2 steps."""
 
     def body() -> str:
         import torch

@@ -1,6 +1,4 @@
-"""The slow-run detective of notebook 06 as callbacks: `SlowRunDetective` (Lightning) records every training step
-and each epoch's XLA counters, `HFStepDetective` the Hugging Face ``Trainer``'s steps; ``report()`` diagnoses them.
-Counters are read without waiting for the device (except at each epoch's end), so recording keeps the overlap."""
+"""Notebook 06's slow-run detective as callbacks: `SlowRunDetective` (Lightning), `HFStepDetective` (HF Trainer)."""
 from __future__ import annotations
 
 from typing import Any
@@ -9,30 +7,15 @@ from lightning.pytorch.callbacks import Callback
 from transformers import TrainerCallback
 
 from tpu_helpers.xla_debug.diagnose import SlowRunReport, StepRecorder, diagnose_slow_run, shape_signature
-from tpu_helpers.xla_torch.counters import SCALAR_READ, XlaSnapshot, fallbacks_between, snapshot
+from tpu_helpers.xla_torch.counters import XlaSnapshot, between, snapshot
 
 __all__ = ["SlowRunDetective", "HFStepDetective"]
 
 
-def _epoch_delta(a: XlaSnapshot, b: XlaSnapshot) -> dict[str, Any]:
-    return {
-        "compilations": b.counter("UncachedCompile") - a.counter("UncachedCompile"),
-        "executions": b.counter("ExecuteComputation") - a.counter("ExecuteComputation"),
-        "scalar_reads": b.counter(SCALAR_READ) - a.counter(SCALAR_READ),
-        "syncs": b.metric("TransferFromDeviceTime")[0] - a.metric("TransferFromDeviceTime")[0],
-        "fallbacks": fallbacks_between(a, b),
-        "compile_seconds": (b.metric("CompileTime")[1] - a.metric("CompileTime")[1]) / 1e9,
-    }
-
-
 class SlowRunDetective(Callback):
-    """Records each training step (`StepRecorder`) and each epoch's XLA counters; `report()` diagnoses the run.
+    """Records each training step (`StepRecorder`) and each epoch's XLA counters; `report()` diagnoses the run."""
 
-    ``thresholds`` go to `diagnose_slow_run` (e.g. ``min_batch_per_device``).
-    """
-
-    def __init__(self, **thresholds: Any) -> None:
-        self.thresholds = thresholds
+    def __init__(self) -> None:
         self.recorder = StepRecorder()
         self.epochs: list[dict[str, Any]] = []
         self.epoch_of_step: list[int] = []
@@ -57,7 +40,7 @@ class SlowRunDetective(Callback):
         self._shapes.add(tuple(sorted(shape_signature(batch).items())))
 
     def on_train_epoch_end(self, trainer, pl_module) -> None:
-        stats = _epoch_delta(self._epoch_start, snapshot())
+        stats = between(self._epoch_start, snapshot())
         stats["epoch"] = len(self.epochs) + 1
         stats["shapes"] = sorted({dict(s).get("input_ids") for s in self._shapes} - {None})
         self.epochs.append(stats)
@@ -66,15 +49,11 @@ class SlowRunDetective(Callback):
         self.recorder.__exit__(None, None, None)
 
     def report(self, *, warmup_steps: int = 2) -> SlowRunReport:
-        """The problems that slow this run down, most costly first, each with its evidence and fix:
-        `diagnose_slow_run` on every recorded step, the first ``warmup_steps`` of them the run's warm-up."""
-        return diagnose_slow_run(self.recorder, warmup_steps=warmup_steps, **self.thresholds)
+        """`diagnose_slow_run` on every recorded step, the first ``warmup_steps`` of them the warm-up."""
+        return diagnose_slow_run(self.recorder, warmup_steps=warmup_steps)
 
     def steps_inside_epochs(self, from_epoch: int = 2) -> list:
-        """The recorded steps of epochs >= ``from_epoch`` without each epoch's first step. Not a warm-up: Lightning
-        reduces a logged value at the end of each epoch, and torch_xla traces that reduction into the next epoch's
-        first step, a graph per first-batch shape; inside an epoch a healthy module compiles nothing. Diagnose
-        them with ``warmup_steps=0``."""
+        """The steps of epochs >= ``from_epoch`` but each epoch's first (which traces the last epoch's logged mean)."""
         starts = {self.epoch_of_step.index(e) for e in set(self.epoch_of_step)}
         return [s for k, (s, e) in enumerate(zip(self.recorder.steps, self.epoch_of_step))
                 if e >= from_epoch and k not in starts]
@@ -83,8 +62,7 @@ class SlowRunDetective(Callback):
 class HFStepDetective(TrainerCallback):
     """The detective for the Hugging Face ``Trainer``: one recorded step per optimizer step (``on_step_begin``)."""
 
-    def __init__(self, **thresholds: Any) -> None:
-        self.thresholds = thresholds
+    def __init__(self) -> None:
         self.recorder = StepRecorder()
 
     @property
@@ -101,5 +79,5 @@ class HFStepDetective(TrainerCallback):
         self.recorder.__exit__(None, None, None)
 
     def report(self, *, warmup_steps: int = 2) -> SlowRunReport:
-        """`diagnose_slow_run` on every recorded step, the first ``warmup_steps`` of them the run's warm-up."""
-        return diagnose_slow_run(self.recorder, warmup_steps=warmup_steps, **self.thresholds)
+        """`diagnose_slow_run` on every recorded step, the first ``warmup_steps`` of them the warm-up."""
+        return diagnose_slow_run(self.recorder, warmup_steps=warmup_steps)

@@ -1,12 +1,5 @@
-"""Several replicas without a TPU: Lightning's CPU DDP (``strategy="ddp_notebook"``) fed by the course's buckets.
-
-Several PyTorch/XLA processes on XLA:CPU stop in their first all-reduce, so notebook 07's ``REPLICAS=N`` rehearsal
-forks N plain-CPU processes joined by gloo. `ReplicaShard` gives each process every N-th batch of a bucket sampler
-cut for N replicas (``use_distributed_sampler=False``); `SamePlanOnEveryReplica` compares the replicas' planned steps
-and shapes before each epoch (one replica with a step more would hang in an all-reduce); `ReplicaLog` writes what
-each process saw to a file (a forked process hands nothing back); `interleave` undoes the gather's order. A forked
-child has none of the kernel's threads: the model stays on the CPU (`check_fork_safe`) and no backward pass may
-have run on XLA in the kernel before the fork.
+"""Several replicas without a TPU: notebook 07's rehearsal on Lightning's CPU DDP (``strategy="ddp_notebook"``,
+gloo), fed by the course's bucket sampler: a forked process hands nothing back and has none of the kernel's threads.
 """
 from __future__ import annotations
 
@@ -25,8 +18,7 @@ __all__ = ["ReplicaLayout", "plan_replicas", "ReplicaShard", "shard_loader", "Sa
 
 
 def _dist_rank() -> int:
-    """This process's replica: torch.distributed's rank (CPU DDP), else torch_xla's global ordinal in a process that
-    PyTorch/XLA spawned (Lightning's ``XLAStrategy`` makes no torch.distributed group), else 0."""
+    """torch.distributed's rank, else torch_xla's ordinal in a process it spawned (Lightning's XLAStrategy), else 0."""
     import torch.distributed as dist
 
     if dist.is_available() and dist.is_initialized():
@@ -40,9 +32,7 @@ def _dist_rank() -> int:
 
 @dataclass(frozen=True)
 class ReplicaLayout:
-    """How section 2 of notebook 07 trains: ``devices`` Lightning devices (replicas), each taking ``per_replica``
-    rows of a global batch of ``global_batch``; ``kind`` is "xla" (one XLA device), "tpu" (every device of a TPU:
-    Lightning's ``XLAStrategy``) or "cpu-ddp" (CPU processes over gloo, the rehearsal)."""
+    """Section 2's replicas: ``kind`` "xla" (one device), "tpu" (XLAStrategy) or "cpu-ddp" (the gloo rehearsal)."""
 
     kind: str
     devices: int
@@ -50,17 +40,15 @@ class ReplicaLayout:
     global_batch: int
 
     def trainer_kwargs(self, accelerator) -> dict[str, Any]:
-        """``accelerator``/``devices``/``strategy`` for ``L.Trainer``: `accelerator` is the one-device choice
-        (`tpu_helpers.trainers.xla_cpu.lightning_accelerator`)."""
+        """``L.Trainer``'s accelerator/devices/strategy; `accelerator` is the one-device choice."""
         if self.kind == "cpu-ddp":
             return {"accelerator": "cpu", "devices": self.devices, "strategy": "ddp_notebook"}
         return {"accelerator": accelerator, "devices": self.devices}
 
 
 def plan_replicas(is_tpu: bool, replicas: int, batch_size: int, tpu_devices: Callable[[], int]) -> ReplicaLayout:
-    """Section 2's layout. On a TPU every device trains (``tpu_devices()``: Lightning's
-    ``XLAAccelerator.auto_device_count``, 8 on a v5e-8), ``batch_size`` rows each, as notebook 05 (``replicas``
-    is ignored); elsewhere ``replicas`` CPU processes share a global batch of ``batch_size`` (1: one XLA device)."""
+    """On a TPU every device (``tpu_devices()``) trains ``batch_size`` rows; elsewhere ``replicas`` CPU processes
+    share a global batch of ``batch_size``."""
     if is_tpu:
         devices = int(tpu_devices())
         if devices < 1:
@@ -77,13 +65,8 @@ def _index(item: Any) -> int:
 
 
 class ReplicaShard:
-    """Replica ``rank``'s batches of ``batch_sampler``: batch ``k`` goes to replica ``k % num_replicas``.
-
-    ``batch_sampler`` yields each step's ``num_replicas`` per-replica batches one after another (a
-    ``BucketBatchSampler(..., num_replicas=N)``, whose ``num_replicas`` must agree). ``rank=None`` reads the rank
-    of the process that iterates (``torch.distributed``, or torch_xla's ordinal in a process it spawned; else 0).
-    ``set_epoch`` goes to the wrapped sampler. ``yielded`` holds the batches of the last pass: what this replica was given.
-    """
+    """Replica ``rank``'s batches of a sampler cut for ``num_replicas``: batch ``k`` goes to ``k % num_replicas``
+    (``rank=None``: the iterating process's). ``yielded``: the batches of the last pass."""
 
     def __init__(self, batch_sampler: Iterable, num_replicas: int, rank: int | None = None):
         planned = getattr(batch_sampler, "num_replicas", num_replicas)
@@ -105,10 +88,6 @@ class ReplicaShard:
     def batch_size(self) -> int | None:  # per replica
         return getattr(self.batch_sampler, "batch_size", None)
 
-    @property
-    def epoch(self) -> int | None:
-        return getattr(self.batch_sampler, "epoch", None)
-
     def set_epoch(self, epoch: int) -> None:
         if hasattr(self.batch_sampler, "set_epoch"):
             self.batch_sampler.set_epoch(epoch)
@@ -128,9 +107,8 @@ class ReplicaShard:
 
 
 class SamePlanOnEveryReplica(Callback):
-    """Before each training epoch, every replica checks that all replicas plan the same number of steps with the
-    same batch shapes (one round of `gather_plans`); if not, every process raises `ReplicaMismatchError` naming the
-    replica, before its first step, instead of one of them hanging in an all-reduce."""
+    """Before each epoch, raise `ReplicaMismatchError` in every process unless all replicas plan the same steps and
+    shapes (instead of one of them hanging in an all-reduce)."""
 
     def on_train_epoch_start(self, trainer, pl_module) -> None:
         sampler = trainer.train_dataloader.batch_sampler
@@ -156,14 +134,8 @@ def _shape(batch: Any) -> tuple[int, int]:
 
 
 class ReplicaLog(Callback):
-    """Each process writes what it saw to ``folder``: ``train-rank{r}.pt`` after fitting, ``test-rank{r}.pt``
-    after testing (``trainer.test``); `read` loads them in rank order.
-
-    train: ``steps`` (per epoch, each step's ``input_ids`` shape), ``indices`` (per epoch, the sample indices
-    this replica was given, from a `ReplicaShard`), ``weights`` (its state_dict after training, on the CPU).
-    test: ``indices``, and each module attribute named in ``attributes`` (tensors, or lists of tensors
-    concatenated), e.g. the module's own predictions and the gathered ones.
-    """
+    """Each process writes ``{train,test}-rank{r}.pt`` to ``folder`` (train: per-epoch ``steps`` shapes and
+    ``indices``, ``weights``; test: ``indices`` and the module's ``attributes``); `read` loads them in rank order."""
 
     def __init__(self, folder: str | Path, attributes: Sequence[str] = ("predictions", "gathered")):
         self.folder = Path(folder)
@@ -219,9 +191,7 @@ class ReplicaLog(Callback):
 
 
 def shard_loader(loader, num_replicas: int):
-    """``loader`` (a DataLoader with a batch sampler cut for ``num_replicas``, e.g. `make_loaders`'s) with its batch
-    sampler wrapped in `ReplicaShard`: the same dataset and collate, each DDP process taking its share (with
-    ``use_distributed_sampler=False`` Lightning leaves the sharding to us)."""
+    """``loader`` with its batch sampler wrapped in `ReplicaShard` (``use_distributed_sampler=False``)."""
     from torch.utils.data import DataLoader
 
     return DataLoader(loader.dataset, batch_sampler=ReplicaShard(loader.batch_sampler, num_replicas),
@@ -229,8 +199,7 @@ def shard_loader(loader, num_replicas: int):
 
 
 def interleave(gathered: torch.Tensor, rows: int) -> torch.Tensor:
-    """``[replicas, steps * rows, ...]`` (each replica's batches, as ``all_gather`` returns them) -> the global
-    batches' order: step 0's replica 0, 1, ..., then step 1's (the inverse of `ReplicaShard`)."""
+    """``all_gather``'s ``[replicas, steps * rows, ...]`` -> the global batches' order (the inverse of `ReplicaShard`)."""
     replicas, total = gathered.shape[:2]
     if total % rows:
         raise ValueError(f"{total} rows per replica are not whole batches of {rows}")
@@ -239,10 +208,7 @@ def interleave(gathered: torch.Tensor, rows: int) -> torch.Tensor:
 
 
 def check_fork_safe(module: torch.nn.Module) -> None:
-    """Refuse a module with a parameter or buffer off the CPU before a fork: the forked processes could not read
-    it (they have none of the kernel's device runtime threads). Build the model on the CPU; Lightning's CPU DDP
-    keeps it there. (What it cannot see: whether this process already ran a backward pass on XLA, after which a
-    forked child cannot run backward; see the module docstring.)"""
+    """Refuse a module with a tensor off the CPU before a fork (a forked process cannot use the device runtime)."""
     off = sorted({str(t.device) for t in [*module.parameters(), *module.buffers()] if t.device.type != "cpu"})
     if off:
         raise RuntimeError(f"the module has tensors on {', '.join(off)}: a forked process cannot use the kernel's "

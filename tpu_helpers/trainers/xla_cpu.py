@@ -1,9 +1,5 @@
-"""Lightning's XLA accelerator on PyTorch/XLA's CPU device, so a machine without a TPU runs the TPU code path.
-
-Off a TPU, Lightning 2.6 refuses ``accelerator="tpu"``: ``XLAAccelerator.is_available()`` counts TPU chips, and its
-device parsing asks the GCE metadata server. `XLACPUAccelerator` answers those questions from the PJRT CPU client
-(``PJRT_DEVICE=CPU``); the rest (``SingleDeviceXLAStrategy``, ``XLAPrecision``) is Lightning's TPU path unchanged.
-"""
+"""Lightning's XLA accelerator on PyTorch/XLA's CPU device (Lightning 2.6's counts TPU chips and asks the GCE
+metadata server), so a machine without a TPU runs Lightning's TPU code path unchanged."""
 from __future__ import annotations
 
 import logging
@@ -49,8 +45,7 @@ class XLACPUAccelerator(XLAAccelerator):
 
     @staticmethod
     def parse_devices(devices: Union[int, str, list[int]]) -> Union[int, list[int]]:
-        """Lightning's TPU rule (1, the device count, or [index]) checked against this machine's one device;
-        Lightning's own checks against ``XLAAccelerator.auto_device_count()``, the metadata server."""
+        """Lightning's TPU rule (1, the count, or [index]) against this machine's one device."""
         _check_data_type(devices)
         if isinstance(devices, str):
             devices = _parse_tpu_devices_str(devices)
@@ -67,8 +62,7 @@ class XLACPUAccelerator(XLAAccelerator):
 
 
 def lightning_accelerator(is_tpu: bool | None = None) -> Union[str, XLACPUAccelerator]:
-    """What to pass as ``Trainer(accelerator=...)``: ``"tpu"`` on a TPU, else an `XLACPUAccelerator` (PyTorch/XLA's
-    CPU device). ``is_tpu=None`` asks PJRT which device it runs."""
+    """``Trainer(accelerator=...)``: ``"tpu"`` on a TPU, else an `XLACPUAccelerator` (``None``: ask PJRT)."""
     if is_tpu is None:
         import torch_xla.runtime as xr
 
@@ -77,9 +71,7 @@ def lightning_accelerator(is_tpu: bool | None = None) -> Union[str, XLACPUAccele
 
 
 def quiet_lightning() -> logging.Handler:
-    """Lightning's messages through one path: the ``lightning.pytorch`` and ``lightning.fabric`` loggers' own
-    handler, on stdout, not also the root logger's (``import lightning.pytorch`` adds its handler only when the root
-    logger has none, else it propagates), without its tips; returns the handler. Calling it again replaces it."""
+    """Lightning's loggers through one stdout handler (not also the root logger's), without its tips; returns it."""
     handler = logging.StreamHandler(sys.stdout)
     handler._tpu_course = True
     handler.addFilter(DropMessages("💡 Tip:"))  # Lightning 2.6's litlogger/litmodels advertisements

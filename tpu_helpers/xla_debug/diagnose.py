@@ -1,15 +1,5 @@
-"""The slow-run detective: record a training loop with `StepRecorder`, then `diagnose_slow_run` says why it is slow.
-
-    with StepRecorder() as run:
-        for batch in loader:
-            run.step(batch)              # a step boundary; notes the batch's input shapes
-            train_step(batch)            # ... ending with torch_xla.sync() (or torch_xla.step())
-    print(diagnose_slow_run(run))        # the problems, most costly first, each with evidence and fix
-
-The problems (Lightning's "why is my TPU slower than expected" and the PyTorch/XLA troubleshooting guide,
-https://docs.pytorch.org/xla/release/r2.7/learn/troubleshoot.html): ``cpu_fallback``, ``recompilation``,
-``host_sync``, ``compile_time``, ``small_batch``.
-"""
+"""The slow-run detective: record a loop with `StepRecorder` (``run.step(batch)`` per step), then
+`diagnose_slow_run(run)` lists the problems (https://docs.pytorch.org/xla/release/r2.7/learn/troubleshoot.html)."""
 from __future__ import annotations
 
 import statistics
@@ -21,18 +11,14 @@ from typing import Any, Mapping, Sequence
 from tpu_helpers.xla_torch.counters import XlaSnapshot, between, snapshot
 
 __all__ = ["StepStats", "StepRecorder", "Problem", "SlowRunReport", "diagnose_slow_run", "shape_signature",
-           "shapes_from_an_earlier_run", "PROBLEM_KINDS", "run_in_fresh_process"]
+           "shapes_from_an_earlier_run", "run_in_fresh_process"]
 
-PROBLEM_KINDS = ("cpu_fallback", "recompilation", "host_sync", "compile_time", "small_batch")
+MAX_SYNC_STEP_SHARE = 0.25  # host syncs count when more of the steps than this read values
+MAX_COMPILE_SHARE = 0.5  # compile time counts when it is more of the wall time than this
 
 
 def shape_signature(batch: Any) -> dict[str, tuple[int, ...]]:
-    """The shapes of a batch's tensors by name (a dict, a tuple/list, or one tensor).
-
-    >>> import torch
-    >>> shape_signature({"input_ids": torch.zeros(2, 7, dtype=torch.long)})
-    {'input_ids': (2, 7)}
-    """
+    """The shapes of a batch's tensors by name (a dict, a tuple/list, or one tensor)."""
     if hasattr(batch, "shape") and not isinstance(batch, (dict, list, tuple)):
         return {"input": tuple(batch.shape)}
     if isinstance(batch, Mapping):
@@ -66,8 +52,7 @@ class StepStats:
 
 
 class StepRecorder:
-    """Records torch_xla's counters step by step: call `step(batch)` as each step starts (waits for the device
-    only at the end, so recording keeps host and device overlapping)."""
+    """torch_xla's counters step by step: call `step(batch)` as each step starts (waits for the device at the end)."""
 
     def __init__(self) -> None:
         self.steps: list[StepStats] = []
@@ -102,7 +87,7 @@ class StepRecorder:
 
 @dataclass(frozen=True)
 class Problem:
-    """One thing that makes the run slow: its kind (one of PROBLEM_KINDS), the evidence of this run, the fix."""
+    """One thing that makes the run slow: its kind, the evidence of this run, the fix."""
 
     kind: str
     title: str
@@ -145,14 +130,8 @@ def _shape_changes(steps: Sequence[StepStats], limit: int = 5) -> str:
 
 
 def diagnose_slow_run(run: StepRecorder | Sequence[StepStats], *, warmup_steps: int = 2,
-                      max_sync_step_share: float = 0.25, max_compile_share: float = 0.5,
                       min_batch_per_device: int = 8) -> SlowRunReport:
-    """The problems of a recorded run, most costly first; the first ``warmup_steps`` recorded steps may compile.
-
-    Host syncs count when more than ``max_sync_step_share`` of the steps read values; compile time when it is more
-    than ``max_compile_share`` of the wall time; a batch below ``min_batch_per_device`` is small (a TPU core
-    computes in 8 x 128 tiles: https://cloud.google.com/tpu/docs/performance-guide).
-    """
+    """The problems of a recorded run, most costly first; the first ``warmup_steps`` recorded steps may compile."""
     steps = list(run.steps if isinstance(run, StepRecorder) else run)
     wall = (run.wall_seconds if isinstance(run, StepRecorder) and run.wall_seconds else
             sum(s.wall_seconds for s in steps))
@@ -196,7 +175,7 @@ def diagnose_slow_run(run: StepRecorder | Sequence[StepStats], *, warmup_steps: 
             f"({sum(s.compile_seconds for s in late):.2f} s compiling)", f"new graphs in steps {shown}; {cause}", fix))
 
     sync_steps = [s for s in steps if s.scalar_reads or (s.syncs and not s.fallbacks)]  # fallbacks' own: above
-    if sync_steps and len(sync_steps) > max_sync_step_share * len(steps):
+    if sync_steps and len(sync_steps) > MAX_SYNC_STEP_SHARE * len(steps):
         transfers = sum(s.scalar_reads if s.fallbacks else s.syncs for s in sync_steps)
         problems.append(Problem(
             "host_sync", f"Device-to-host syncs in {len(sync_steps)} of {len(steps)} steps",
@@ -205,7 +184,7 @@ def diagnose_slow_run(run: StepRecorder | Sequence[StepStats], *, warmup_steps: 
             "keep values on the device: accumulate the loss in a tensor and read it every N steps (or in "
             "xm.add_step_closure), replace `if tensor:` with torch.where, don't print tensors in the loop."))
 
-    if wall > 0 and compile_s > max_compile_share * wall:
+    if wall > 0 and compile_s > MAX_COMPILE_SHARE * wall:
         problems.append(Problem(
             "compile_time", f"Compilation dominates: {compile_s:.2f} s of the {wall:.2f} s recorded "
             f"({compile_s / wall:.0%})", f"{graphs} graph(s) compiled in {len(steps)} steps; XLA compiles each new "
@@ -225,8 +204,7 @@ def diagnose_slow_run(run: StepRecorder | Sequence[StepStats], *, warmup_steps: 
 
 
 def shapes_from_an_earlier_run(steps: Sequence[StepStats], *, warmup_steps: int = 2) -> list[StepStats]:
-    """The steps after the warm-up with shapes new in this run, when all of them came from the compile cache (an
-    earlier run in this process compiled them: a fresh process would recompile); else []."""
+    """The steps after the warm-up with new shapes, when all came from the compile cache (an earlier run's); else []."""
     new, seen = [], set()
     for k, s in enumerate(steps):
         key = tuple(sorted(s.shapes.items()))
@@ -238,8 +216,7 @@ def shapes_from_an_earlier_run(steps: Sequence[StepStats], *, warmup_steps: int 
 
 def run_in_fresh_process(code: str, env: Mapping[str, str] | None = None,
                          timeout: float = 300) -> "subprocess.CompletedProcess[str]":  # noqa: F821
-    """Run a Python snippet in a new process on XLA's CPU backend (the notebook's own process holds a TPU's chips);
-    for tools that act when a process starts (``PT_XLA_DEBUG_LEVEL``, ``xr.initialize_cache``)."""
+    """Run a Python snippet in a new process on XLA's CPU backend (for settings read at start: PT_XLA_DEBUG_LEVEL)."""
     import os
     import subprocess
     import sys

@@ -1,5 +1,4 @@
-"""Checks of notebook 06's exercises: a loop the slow-run detective finds healthy, and a checkpoint that resumes
-exactly. Each builds its data with its own generator, so the notebook's other cells draw what they drew before."""
+"""Checks of notebook 06's exercises: a loop the slow-run detective finds healthy, a checkpoint that resumes exactly."""
 from __future__ import annotations
 
 import os
@@ -34,8 +33,7 @@ def variable_length_batches(n: int, batch_size: int, max_length: int, vocab_size
 
 def check_fast_loop(collate: Callable, train_step: Callable, model: Any, optimizer: Any, *, batch_size: int,
                     max_length: int, vocab_size: int, num_labels: int, steps: int = 6, warmup_steps: int = 2) -> CheckResult:
-    """``train_step(model, optimizer, collate(seqs, labels, max_length))`` for ``warmup_steps``, then ``steps``
-    recorded: every token kept, the weights move, and the detective finds nothing."""
+    """``collate`` keeps every token; after the warm-up the detective finds nothing and the weights move."""
 
     def body() -> str:
         import torch
@@ -83,8 +81,7 @@ def check_fast_loop(collate: Callable, train_step: Callable, model: Any, optimiz
 
 def check_resume(save_checkpoint: Callable, load_checkpoint: Callable, make_model: Callable[[], Any], *,
                  batch_size: int, seq_len: int, vocab_size: int, num_labels: int) -> CheckResult:
-    """Train a fresh model 2 steps, save, load into another fresh model and optimizer: one more step (same dropout
-    seed) must give both exactly the same weights, and the file must hold CPU tensors only."""
+    """Save after 2 steps, load into a fresh model: one more step gives exactly the same weights; CPU tensors only."""
 
     def body() -> str:
         import torch

@@ -1,27 +1,13 @@
-"""What PyTorch/XLA did between two points, from torch_xla's own metrics: compilations, cache hits, syncs, fallbacks.
-
-    with XlaCounters() as c:
-        train_step(batch)
-    print(c)  # compilations=1 cache_hits=0 executions=1 syncs=0 scalar_reads=0 fallbacks={} ...
-
-Counters read: ``UncachedCompile`` (graphs compiled), ``CachedCompile`` (found in the compile cache),
-``ExecuteComputation`` (graphs run), ``aten::_local_scalar_dense`` (host reads: ``.item()``, ``if tensor:``),
-other ``aten::*`` (ops that ran on the CPU); metrics: ``TransferFromDeviceTime`` (device-to-host copies),
-``CompileTime`` / ``ExecuteTime`` (nanoseconds).
-"""
+"""What PyTorch/XLA did between two points, from torch_xla's own counters (``with XlaCounters() as c: ...``):
+graphs compiled (``UncachedCompile``), cache hits, graphs run, host reads, CPU fallbacks (other ``aten::*``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["XlaSnapshot", "XlaCounters", "snapshot", "between", "SCALAR_READ", "is_fallback", "fallbacks_between"]
+__all__ = ["XlaSnapshot", "XlaCounters", "snapshot", "between", "SCALAR_READ"]
 
 SCALAR_READ = "aten::_local_scalar_dense"  # .item(), float(t), bool(t): a host read, not an op on the CPU
-
-
-def is_fallback(name: str) -> bool:
-    """An ``aten::`` counter of an op that ran on the CPU (the scalar-read counter counts host reads instead)."""
-    return name.startswith("aten::") and name != SCALAR_READ
 
 
 @dataclass(frozen=True)
@@ -34,11 +20,6 @@ class XlaSnapshot:
 
     def metric(self, name: str) -> tuple[int, float]:
         return self.metrics.get(name, (0, 0.0))
-
-
-def fallbacks_between(a: XlaSnapshot, b: XlaSnapshot) -> dict[str, int]:
-    """The fallback ops that ran between two snapshots, with how many times."""
-    return {k: v - a.counter(k) for k, v in b.counters.items() if is_fallback(k) and v > a.counter(k)}
 
 
 def snapshot(wait: bool = True) -> XlaSnapshot:
@@ -60,7 +41,9 @@ def between(a: XlaSnapshot, b: XlaSnapshot) -> dict[str, Any]:
             "cache_hits": b.counter("CachedCompile") - a.counter("CachedCompile"),
             "executions": b.counter("ExecuteComputation") - a.counter("ExecuteComputation"),
             "syncs": b.metric("TransferFromDeviceTime")[0] - a.metric("TransferFromDeviceTime")[0],
-            "scalar_reads": b.counter(SCALAR_READ) - a.counter(SCALAR_READ), "fallbacks": fallbacks_between(a, b),
+            "scalar_reads": b.counter(SCALAR_READ) - a.counter(SCALAR_READ), "fallbacks": {  # aten:: ops that ran on the CPU
+                k: v - a.counter(k) for k, v in b.counters.items()
+                if k.startswith("aten::") and k != SCALAR_READ and v > a.counter(k)},
             "compile_seconds": (b.metric("CompileTime")[1] - a.metric("CompileTime")[1]) / 1e9,  # nanoseconds
             "execute_seconds": (b.metric("ExecuteTime")[1] - a.metric("ExecuteTime")[1]) / 1e9}
 

@@ -1,9 +1,5 @@
-"""Float32 matmuls at full precision for the cells that compare XLA's numbers with eager PyTorch.
-
-A TPU computes a float32 matmul in one bfloat16 pass by default (about 1e-2 from the CPU), "highest" in six; XLA:CPU
-is float32 either way. Graphs are cached by IR, not precision: run a compared graph first inside the block. The
-block drops torch_xla 2.9's "Setting mat mul precision multiple times" log line (tests/torch/xla_torch/test_precision.py).
-"""
+"""Float32 matmuls at full precision (a TPU's default is one bfloat16 pass) for cells comparing XLA with eager.
+Graphs are cached by IR, not precision: run a compared graph first inside the block."""
 from __future__ import annotations
 
 import contextlib
@@ -25,18 +21,11 @@ def mat_mul_precision(precision: str = "highest") -> Iterator[str]:
     from torch_xla import backends
 
     before = backends.get_mat_mul_precision()
-    _set(backends, precision)
-    try:
-        yield before
-    finally:
-        _set(backends, before)
-
-
-def _set(backends, precision: str) -> None:
-    log = logging.getLogger("torch_xla.backends")
-    quiet = DropMessages("Setting mat mul precision multiple times")
-    log.addFilter(quiet)
+    log, quiet = logging.getLogger("torch_xla.backends"), DropMessages("Setting mat mul precision multiple times")
+    log.addFilter(quiet)  # torch_xla 2.9 logs each set after the first
     try:
         backends.set_mat_mul_precision(precision)
+        yield before
     finally:
+        backends.set_mat_mul_precision(before)
         log.removeFilter(quiet)

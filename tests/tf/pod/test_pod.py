@@ -70,8 +70,10 @@ def test_tf_config_and_torchrun_command():
     assert len(set(ports)) == 3
 
 
-def test_child_environment_clears_what_the_host_decides():
-    env = hosts.child_environment({"EXTRA": "1"}, environ={"USE_TF": "0", "TF_CONFIG": "{}", "RANK": "3", "PATH": "/x"})
+def test_child_environment_clears_what_the_host_decides(monkeypatch):
+    for k, v in {"USE_TF": "0", "TF_CONFIG": "{}", "RANK": "3", "PATH": "/x"}.items():
+        monkeypatch.setenv(k, v)
+    env = hosts.child_environment({"EXTRA": "1"})
     assert env["PATH"] == "/x" and env["EXTRA"] == "1" and env["OMP_NUM_THREADS"] == "1"
     assert not {"USE_TF", "TF_CONFIG", "RANK"} & set(env)
 
