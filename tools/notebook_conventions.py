@@ -466,6 +466,18 @@ def numbering_problems(paths: list[Path]) -> list[str]:
 ASSERT_RE = re.compile(r"^\s*assert\b", re.M)
 
 
+def _code_only(source: str) -> str:
+    """A cell's code without its strings and comments (a message saying "lower BATCH_SIZE or ..." is not code)."""
+    import io
+    import tokenize
+
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
+    except (tokenize.TokenError, SyntaxError):
+        return source
+    return " ".join(t.string for t in tokens if t.type not in (tokenize.STRING, tokenize.COMMENT))
+
+
 def lesson_problems(nb: nbformat.NotebookNode) -> list[str]:
     """Where the proof is not folded: an ``assert`` outside check cells, a check cell without its title, a
     parameter resolved with ``X or default`` (``BATCH_SIZE = 0`` would train with the default: use profiles.param)."""
@@ -486,7 +498,7 @@ def lesson_problems(nb: nbformat.NotebookNode) -> list[str]:
                        "into the section's check cell")
         if CHECK_TAG in tags and not c.source.startswith("#@title "):
             out.append(f"cell {i} is tagged '{CHECK_TAG}' but does not start with a '#@title ...' line")
-        found = or_default.search(c.source) if or_default and "parameters" not in tags else None
+        found = or_default.search(_code_only(c.source)) if or_default and "parameters" not in tags else None
         if found:
             out.append(f"cell {i} resolves {found.group(1)} with 'or': use profiles.param(...) (None is the "
                        "default, anything else is checked)")

@@ -108,3 +108,22 @@ def test_readme_and_notebook_03_give_one_tpu_vm_recipe():
     assert f"```bash\n{recipe}\n```" in readme and f"```bash\n{recipe}\n```" in cell.source
     assert "./course setup --tpu" in recipe and "pip install tensorflow-tpu" not in recipe
     assert f"git checkout {nc.REVISION}" in recipe and "tpu-vm delete" in recipe
+
+
+def test_lesson_problems_find_asserts_outside_checks_and_or_defaults_in_code_only():
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    params = nbformat.v4.new_code_cell("BATCH_SIZE = None  # per device; None: per profile")
+    params.metadata["tags"] = ["parameters"]
+    lesson = nbformat.v4.new_code_cell("batch = BATCH_SIZE or 32\nassert batch > 0")
+    message = nbformat.v4.new_code_cell('raise ValueError("lower BATCH_SIZE or use more data")  # BATCH_SIZE or not')
+    check = nbformat.v4.new_code_cell("with Claims('1') as claim:\n    assert True")
+    check.metadata["tags"] = ["check"]
+    nb.cells = [params, lesson, message, check]
+    found = nc.lesson_problems(nb)
+    assert found == ["cell 1 asserts but is not tagged 'check' or 'exercise-check': fold the claim into the section's "
+                     "check cell",
+                     "cell 1 resolves BATCH_SIZE with 'or': use profiles.param(...) (None is the default, anything "
+                     "else is checked)",
+                     "cell 3 is tagged 'check' but does not start with a '#@title ...' line"]
