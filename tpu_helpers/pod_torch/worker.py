@@ -134,6 +134,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     import torch.distributed as dist
 
     from tpu_helpers.banking77.config import TrainConfig
+    from tpu_helpers.banking77.replicas import ReplicaMismatchError
     from tpu_helpers.shared.boundaries import choose_boundaries
 
     max_length = 32
@@ -157,8 +158,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             if "WORLD_SIZE" in os.environ and not dist.is_initialized():
                 dist.init_process_group("gloo", timeout=timedelta(seconds=args.timeout))
             train_and_save(*fn_args)
-    except RuntimeError as error:  # gloo: "Connection closed by peer", a timeout, a rank that never came
-        return _lost_host(error)
+    except (RuntimeError, ReplicaMismatchError) as error:  # gloo: "Connection closed by peer", a timeout, a rank
+        return _lost_host(error)  # that never came; or a replica missing at RunLog's monitored barrier (a dead host)
     if dist.is_initialized():
         dist.destroy_process_group()
     return 0
