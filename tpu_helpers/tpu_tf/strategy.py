@@ -66,7 +66,10 @@ def explain_tpu_error(exc: BaseException, tpu: str | None, runtime: Runtime, zon
                            or "Name or service not known" in msg):
         return _error(f"Could not ask the GCE metadata server for the zone/project of TPU {tpu!r}: this machine is "
                       "not a Google Compute Engine VM.", "pass the TPU's zone and project (TPU_ZONE, TPU_PROJECT).")
-    if name == "NotFoundError" or "TPUs not found in the cluster" in msg:
+    # off a TPU, TensorFlow's TPU build fails tpu='local' with an InternalError (its TPU init op), the CPU build with
+    # NotFoundError: both mean no TPU here (seen in the hosted rehearsals of Colab's and Kaggle's TPU images)
+    if name == "NotFoundError" or "TPUs not found in the cluster" in msg or \
+            (name == "InternalError" and how == "vm" and not runtime.is_tpu):
         holder = libtpu_lock_holder(lockfile, proc_locks) if how == "vm" else None
         if holder:
             return _error(*held_message(holder, lockfile))

@@ -145,6 +145,10 @@ def test_known_failures_say_what_to_do():
         UnavailableError("failed to connect to all addresses"), "grpc://10.0.0.2:8470", NODE)
     unimplemented = type("UnimplementedError", (Exception,), {})("Method not found: /tensorflow.WorkerService/GetStatus")
     assert "Could not reach the TPU Node" in explained(unimplemented, "grpc://10.0.0.2:8470", NODE)
+    # TensorFlow's TPU build off a TPU (the hosted TPU images rehearsed on a CPU): an InternalError from its TPU init op
+    internal = type("InternalError", (Exception,), {})("[[{{node disconnect_tpu_host/_1}}]] [Op:__inference__tpu_init_fn_28]")
+    assert "TensorFlow found no TPU" in explained(internal, "local", CPU)
+    assert explain_tpu_error(internal, "local", KAGGLE_VM, lockfile=NO_LOCK) is internal  # on a TPU VM: not guessed
     other = KeyError("something else")
     assert explain_tpu_error(other, "local", KAGGLE_VM) is other  # unknown errors are not hidden
 
