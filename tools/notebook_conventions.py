@@ -478,6 +478,28 @@ def _code_only(source: str) -> str:
     return " ".join(t.string for t in tokens if t.type not in (tokenize.STRING, tokenize.COMMENT))
 
 
+def _claims_left_unasserted(source: str) -> list[str]:
+    """The names of ``with Claims(...) as NAME:`` blocks whose next statement is not ``assert NAME.passed, NAME.why``."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:  # a cell with IPython syntax: the notebook run itself reports real errors
+        return []
+    missing = []
+    for node in ast.walk(tree):
+        for body in (getattr(node, field, None) for field in ("body", "orelse", "finalbody")):
+            for k, stmt in enumerate(body if isinstance(body, list) else []):
+                item = stmt.items[0] if isinstance(stmt, ast.With) and len(stmt.items) == 1 else None
+                call = item.context_expr if item is not None else None
+                if not (isinstance(call, ast.Call) and getattr(call.func, "id", None) == "Claims"
+                        and isinstance(item.optional_vars, ast.Name)):
+                    continue
+                name = item.optional_vars.id
+                after = body[k + 1] if k + 1 < len(body) else None
+                if not (isinstance(after, ast.Assert) and ast.unparse(after) == f"assert {name}.passed, {name}.why"):
+                    missing.append(name)
+    return missing
+
+
 def lesson_problems(nb: nbformat.NotebookNode) -> list[str]:
     """Where the proof is not folded: an ``assert`` outside check cells, a check cell without its title, a
     parameter resolved with ``X or default`` (``BATCH_SIZE = 0`` would train with the default: use profiles.param)."""
@@ -498,6 +520,9 @@ def lesson_problems(nb: nbformat.NotebookNode) -> list[str]:
                        "into the section's check cell")
         if CHECK_TAG in tags and not c.source.startswith("#@title "):
             out.append(f"cell {i} is tagged '{CHECK_TAG}' but does not start with a '#@title ...' line")
+        for name in _claims_left_unasserted(c.source) if CHECK_TAG in tags else ():
+            out.append(f"cell {i}: the 'with Claims(...) as {name}:' block is not followed by "
+                       f"'assert {name}.passed, {name}.why'")
         found = or_default.search(_code_only(c.source)) if or_default and "parameters" not in tags else None
         if found:
             out.append(f"cell {i} resolves {found.group(1)} with 'or': use profiles.param(...) (None is the "

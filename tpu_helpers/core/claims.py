@@ -1,4 +1,4 @@
-"""A section's check cell: each claim with what this run measured, one line each, and a failure named at the end."""
+"""A section's check cell: each claim with what this run measured, one line each, then one assert over them all."""
 from __future__ import annotations
 
 from typing import Any
@@ -9,8 +9,8 @@ __all__ = ["Claims"]
 class Claims:
     """``with Claims("3 · static shapes") as claim: claim("one graph per bucket", graphs == 3, f"{graphs} graphs")``.
 
-    Every claim is printed (pass or FAIL, the claim, what was measured); leaving the block raises an
-    AssertionError naming the claims that failed, so a learner sees all of them before the error.
+    Every claim is printed (pass or FAIL, the claim, what was measured); the cell then ends with
+    ``assert claim.passed, claim.why``, so a learner sees every claim before the error that names the failed ones.
     """
 
     def __init__(self, section: str) -> None:
@@ -29,6 +29,14 @@ class Claims:
         return self
 
     def __exit__(self, kind: Any, error: Any, tb: Any) -> None:
-        if kind is None and self.failed:
-            raise AssertionError(f"{self.section}: {len(self.failed)} claim(s) failed on this run: "
-                                 + "; ".join(self.failed))
+        return None
+
+    @property
+    def passed(self) -> bool:
+        """True when every claim of the block held on this run."""
+        return not self.failed
+
+    @property
+    def why(self) -> str:
+        """The assert's message: the section and each failed claim with what was measured."""
+        return f"{self.section}: {len(self.failed)} claim(s) failed on this run: " + "; ".join(self.failed)

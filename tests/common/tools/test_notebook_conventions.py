@@ -120,10 +120,14 @@ def test_lesson_problems_find_asserts_outside_checks_and_or_defaults_in_code_onl
     message = nbformat.v4.new_code_cell('raise ValueError("lower BATCH_SIZE or use more data")  # BATCH_SIZE or not')
     check = nbformat.v4.new_code_cell("with Claims('1') as claim:\n    assert True")
     check.metadata["tags"] = ["check"]
-    nb.cells = [params, lesson, message, check]
+    asserted = nbformat.v4.new_code_cell("#@title Check\nwith Claims('2') as c:\n    c('x', 1)\nassert c.passed, c.why")
+    asserted.metadata["tags"] = ["check"]
+    nb.cells = [params, lesson, message, check, asserted]
     found = nc.lesson_problems(nb)
     assert found == ["cell 1 asserts but is not tagged 'check' or 'exercise-check': fold the claim into the section's "
                      "check cell",
                      "cell 1 resolves BATCH_SIZE with 'or': use profiles.param(...) (None is the default, anything "
                      "else is checked)",
-                     "cell 3 is tagged 'check' but does not start with a '#@title ...' line"]
+                     "cell 3 is tagged 'check' but does not start with a '#@title ...' line",
+                     "cell 3: the 'with Claims(...) as claim:' block is not followed by "
+                     "'assert claim.passed, claim.why'"]
