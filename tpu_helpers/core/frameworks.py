@@ -15,7 +15,7 @@ from tpu_helpers.core.tpu_lock import TPUHeldError, check_tpu_free
 from tpu_helpers.core.versions import installed_version as _installed
 
 __all__ = ["FrameworkClashError", "WrongBuildError", "TPUHeldError", "use_framework", "loaded_frameworks", "check_tpu_build",
-           "record_xla_compilations", "import_tensorflow", "tf_tpu_environment"]
+           "record_xla_compilations", "import_tensorflow", "tf_tpu_environment", "framework_python"]
 
 _OTHER = {"tf": ("torch_xla", "PyTorch/XLA"), "torch": ("tensorflow", "TensorFlow")}
 _NAMES = {"tf": "TensorFlow", "torch": "PyTorch/XLA"}
@@ -38,6 +38,14 @@ def loaded_frameworks(modules: dict | None = None) -> list[str]:
     if "torch_xla" in modules:
         found.append("torch")
     return found
+
+
+def framework_python(name: str) -> str:
+    """The interpreter for `name`'s code ("tf" or "torch"): ``TPU_COURSE_PYTHON_TF`` / ``TPU_COURSE_PYTHON_TORCH``
+    where each framework has its own environment (``./course`` sets both), else this kernel's own interpreter."""
+    if name not in _NAMES:
+        raise ValueError(f"framework must be 'tf' or 'torch', not {name!r}")
+    return os.environ.get(f"TPU_COURSE_PYTHON_{name.upper()}") or sys.executable
 
 
 def import_tensorflow(*, modules: dict | None = None):
