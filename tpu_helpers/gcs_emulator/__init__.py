@@ -1,10 +1,4 @@
-"""A real Google Cloud Storage emulator on 127.0.0.1 that TensorFlow's own ``gs://`` filesystem can use: the upstream
-fake-gcs-server binary behind a loopback TLS proxy (why: docs/history.md).
-
-* ``server.py``: `LocalGCS` (start, buckets, environment, stop) and the command line;
-* ``proxy.py``: the HTTPS proxy child process (standard library only);
-* ``certs.py``: the throwaway certificate authority.
-"""
+"""A Google Cloud Storage emulator on 127.0.0.1 for TensorFlow's own ``gs://`` and google-cloud-storage (`LocalGCS`)."""
 from .proxy import EMULATED_HOSTS, write_target_bucket
 from .server import TEST_TOKEN, EmulatorError, LocalGCS, active
 

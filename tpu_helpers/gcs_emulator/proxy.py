@@ -1,10 +1,5 @@
-"""The emulator's HTTPS proxy: answers ``CONNECT`` for the Google storage hosts itself (TLS with the throwaway CA) and
-forwards each request to fake-gcs-server. Other hosts: relayed (an end-to-end TLS tunnel, through the proxy that was
-configured before the emulator started, if any) only when they are on the relay list (the Hugging Face Hub, PyPI,
-GitHub by default); loopback, link-local and cloud-metadata addresses are always refused. Runs in a child process
-(``python proxy.py _proxy CONFIG``, started by `tpu_helpers.gcs_emulator.LocalGCS`): standard library only,
-no import of the package, so it starts by path with ``python -I``.
-"""
+"""The emulator's HTTPS proxy (a child process, standard library only): GCS hosts answered with our CA and forwarded
+to fake-gcs-server; other hosts relayed only when listed; loopback, link-local and metadata addresses never."""
 from __future__ import annotations
 
 import base64
@@ -20,24 +15,17 @@ import ssl
 import sys
 import threading
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
-# Hosts the proxy answers itself (TLS terminated with the throwaway CA, forwarded to fake-gcs-server).
 EMULATED_HOSTS = ("storage.googleapis.com", "www.googleapis.com", "storage-download.googleapis.com",
                   "oauth2.googleapis.com")
-
-
-
-# Hosts relayed by default: what a learner's notebook fetches while the emulator runs (Hub models and datasets,
-# pip installs, the course's own package from GitHub). A leading dot means "and every subdomain".
+# Relayed by default: what a notebook fetches while the emulator runs (Hub, pip, GitHub); ".x" = every subdomain.
 DEFAULT_RELAY_HOSTS = ("huggingface.co", ".huggingface.co", ".hf.co", "pypi.org", "files.pythonhosted.org",
                        "github.com", "codeload.github.com", ".githubusercontent.com")
-# Never relayed, whatever the list says: the cloud metadata servers (they hand out the VM's credentials).
+# Never relayed, whatever the list says: the cloud metadata servers hand out the VM's credentials.
 METADATA_HOSTS = ("metadata.google.internal", "metadata", "metadata.goog", "instance-data")
 
 _HOP_BY_HOP = {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
@@ -88,14 +76,6 @@ class _ProxyServer(socketserver.ThreadingTCPServer):
         return self._read_only
 
 
-def _is_emulated(host: str) -> bool:
-    return host in EMULATED_HOSTS or host.endswith(".storage.googleapis.com")
-
-
-def _listed(host: str, patterns: list[str] | tuple[str, ...]) -> bool:
-    return any(host == p or (p.startswith(".") and host.endswith(p)) for p in patterns)
-
-
 def _private_address(ip: str) -> bool:
     """Loopback, link-local (169.254.169.254 is the metadata server), unspecified, multicast or reserved."""
     try:
@@ -115,7 +95,7 @@ def relay_refusal(host: str, relay_hosts: list[str] | tuple[str, ...]) -> str | 
                 "request meant for the emulator, and no test token, ever reaches Google)")
     if host in METADATA_HOSTS or host.endswith(".internal") or _private_address(host) or host == "localhost":
         return "loopback, link-local and cloud-metadata addresses are never relayed"
-    if not _listed(host, relay_hosts):
+    if not any(host == p or (p.startswith(".") and host.endswith(p)) for p in relay_hosts):
         listed = ", ".join(relay_hosts) or "none"
         return (f"it relays only the hosts on its list ({listed}); start it with "
                 f"LocalGCS(relay_hosts=[..., {host!r}]) to add one, or stop the emulator")
@@ -127,17 +107,17 @@ class _ConnectHandler(BaseHTTPRequestHandler):
     server: _ProxyServer
 
     def setup(self) -> None:
-        # Small writes (headers, then body) on loopback otherwise wait ~40 ms for delayed ACKs (Nagle).
+        # small writes on loopback otherwise wait ~40 ms for delayed ACKs (Nagle)
         self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         super().setup()
 
-    def log_message(self, fmt: str, *args: Any) -> None:  # keep the log short: errors only
+    def log_message(self, fmt: str, *args: Any) -> None:  # errors only
         pass
 
     def do_CONNECT(self) -> None:
         host, _, port = self.path.rpartition(":")
         host = host.strip("[]").lower()
-        if _is_emulated(host):
+        if host in EMULATED_HOSTS or host.endswith(".storage.googleapis.com"):
             self.send_response_only(200, "Connection established")
             self.end_headers()
             self.wfile.flush()
@@ -157,19 +137,12 @@ class _ConnectHandler(BaseHTTPRequestHandler):
             return
         self._relay(host, int(port or 443))
 
-    def _refuse(self, host: str, why: str) -> None:
-        body = f"tpu-course local GCS emulator: refusing to connect to {host}: {why}.\n".encode()
-        self.send_response_only(403, "Forbidden")
+    def _refuse(self, host: str, why: str, status: int = 403) -> None:
+        body = (f"tpu-course local GCS emulator: refusing to connect to {host}: {why}.\n" if status == 403
+                else f"tpu-course local GCS emulator: {why}\n").encode()
+        self.send_response_only(status)
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Connection", "close")
-        self.end_headers()
-        self.wfile.write(body)
-        self.close_connection = True
-
-    def _bad_gateway(self, message: str) -> None:
-        body = f"tpu-course local GCS emulator: {message}\n".encode()
-        self.send_response_only(502, "Bad Gateway")
-        self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
         self.close_connection = True
@@ -219,9 +192,8 @@ class _ConnectHandler(BaseHTTPRequestHandler):
             self._refuse(host, str(e))
             return
         except OSError as e:
-            self._bad_gateway(f"cannot reach {host}:{port}"
-                              + (f" through {urllib.parse.urlsplit(next_proxy).hostname}" if next_proxy else "")
-                              + f": {e}")
+            through = f" through {urllib.parse.urlsplit(next_proxy).hostname}" if next_proxy else ""
+            self._refuse(host, f"cannot reach {host}:{port}{through}: {e}", 502)
             return
         self.send_response_only(200, "Connection established")
         self.end_headers()
@@ -249,11 +221,7 @@ class _ConnectHandler(BaseHTTPRequestHandler):
         self.close_connection = True
 
     def do_GET(self) -> None:  # a plain-HTTP proxy request: not offered
-        body = b"tpu-course local GCS emulator: this proxy only serves HTTPS (CONNECT)\n"
-        self.send_response_only(405, "Method Not Allowed")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        self._refuse(self.path, "this proxy only serves HTTPS (CONNECT)", 405)
 
     do_POST = do_PUT = do_DELETE = do_HEAD = do_PATCH = do_GET
 
@@ -332,36 +300,20 @@ class _GCSForwarder(BaseHTTPRequestHandler):
                 if attempt:
                     self._send_json_error(503, "backendError", "the local fake-gcs-server is not answering")
                     return
+        data = resp.read()  # whole objects: a few MB in this course
         self.send_response_only(resp.status, resp.reason)
-        length = resp.getheader("Content-Length")
         for key, value in resp.getheaders():
-            if key.lower() == "location":
-                # fake-gcs-server builds upload-session URLs from the Host header with "http://": send the
-                # client back through this proxy over HTTPS, as with the real service.
+            if key.lower() == "location":  # fake-gcs-server's upload URLs say http://: back through this proxy
                 value = re.sub(r"^http://([^/]*googleapis\.com)/", r"https://\1/", value)
             if key.lower() not in _HOP_BY_HOP and key.lower() != "content-length":
                 self.send_header(key, value)
-        if self.command == "HEAD" or resp.status in (204, 304):
-            if length is not None:
-                self.send_header("Content-Length", length)
-            self.end_headers()
-            resp.read()
-            return
-        if length is None:
-            data = resp.read()
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-            return
-        self.send_header("Content-Length", length)
+        no_body = self.command == "HEAD" or resp.status in (204, 304)
+        length = resp.getheader("Content-Length") if no_body else str(len(data))
+        if length is not None:
+            self.send_header("Content-Length", length)
         self.end_headers()
-        remaining = int(length)
-        while remaining > 0:
-            data = resp.read(min(remaining, 1 << 20))
-            if not data:
-                break
+        if not no_body:
             self.wfile.write(data)
-            remaining -= len(data)
 
     do_GET = do_HEAD = do_POST = do_PUT = do_PATCH = do_DELETE = _forward
 
@@ -371,11 +323,10 @@ def _run_proxy(config_path: str) -> None:
     server = _ProxyServer(config)
     parent = config.get("parent")
 
-    def watch_parent() -> None:  # exit when the process that started us is gone (portable fallback)
-        while True:
+    def watch_parent() -> None:  # exit when the process that started us is gone
+        while not parent or os.getppid() == parent:
             time.sleep(1.0)
-            if parent and os.getppid() != parent:
-                os._exit(0)
+        os._exit(0)
 
     threading.Thread(target=watch_parent, daemon=True).start()
     signal.signal(signal.SIGTERM, lambda *_: os._exit(0))

@@ -30,8 +30,8 @@ def test_start_is_idempotent_and_sets_the_environment(local_gcs):
     with LocalGCS() as inner:  # a with-block inside a running emulator reuses it and leaves it running
         assert inner is local_gcs
     assert local_gcs.running
-    with pytest.raises(gcs_emulator.EmulatorError, match="already running .*data in memory.* not the one asked for"):
-        LocalGCS(data_dir=local_gcs.log_dir / "elsewhere").start()  # a different data folder: never silently memory
+    with pytest.raises(gcs_emulator.EmulatorError, match="already running .* not the one asked for"):
+        LocalGCS(relay_hosts=["example.org"]).start()  # other settings: never silently the running one
     assert local_gcs.running and gcs_emulator.active() is local_gcs
     env = local_gcs.env
     for key, value in env.items():
