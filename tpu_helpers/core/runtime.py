@@ -1,8 +1,4 @@
-"""Where is this notebook running? `detect_runtime()`: a Colab/Kaggle/Cloud TPU VM, a legacy TPU Node, a GPU or a CPU,
-with the slice's chips and devices, from environment variables (``TPU_ACCELERATOR_TYPE``, ``COLAB_TPU_ADDR``,
-``TPU_NAME``, Colab's and Kaggle's own) and device files (``/dev/accel*``, ``/dev/vfio/*``, PCI vendor 0x1ae0), both
-injectable for tests. The one owner of the TensorCores-per-chip rule (`parse_accelerator_type`).
-"""
+"""Where is this notebook running? `detect_runtime()`: TPU VM, legacy TPU Node, GPU or CPU, from env and device files."""
 from __future__ import annotations
 
 import os
@@ -14,34 +10,19 @@ from typing import Mapping
 __all__ = ["Runtime", "detect_runtime", "parse_accelerator_type", "TPU_PCI_DEVICE_IDS"]
 
 GOOGLE_PCI_VENDOR = "0x1ae0"
-# PCI device id -> TPU generation (torch_xla/_internal/tpu.py, jax/_src/hardware_utils.py).
-TPU_PCI_DEVICE_IDS: dict[str, str] = {
-    "0x0027": "v3",  # v2 and v3 share the id (v2 if subsystem id is 0x004e)
-    "0x005e": "v4",
-    "0x0062": "v5p",
-    "0x0063": "v5e",
-    "0x006f": "v6e",
-}
-# Cores that show up as separate devices per chip: v2/v3 have two TensorCores per chip that are two
-# devices; v4/v5p fuse theirs ("megacore"), v5e/v6e have one.
+# PCI device id -> TPU generation (torch_xla/_internal/tpu.py, jax/_src/hardware_utils.py); v2 is 0x0027 too.
+TPU_PCI_DEVICE_IDS = {"0x0027": "v3", "0x005e": "v4", "0x0062": "v5p", "0x0063": "v5e", "0x006f": "v6e"}
+# Devices per chip: v2/v3's two TensorCores are two devices; v4/v5p fuse theirs (megacore); v5e/v6e have one.
 _DEVICES_PER_CHIP = {"v2": 2, "v3": 2, "v4": 1, "v5p": 1, "v5e": 1, "v6e": 1}
-# TensorCores per chip. In an accelerator type "vX-N", N counts TensorCores on every generation whose chip has two
-# (v2, v3, v4 and v5p: a v4-8 and a v5p-8 are 4 chips), and chips on v5e/v6e, one TensorCore each. Google's pages:
-# v3 and v4 "Each ... chip contains two TensorCores" (https://cloud.google.com/tpu/docs/v3, .../v4); v5p's table
-# lists 2x2x1 as 8 cores, 4 chips, and its accelerator type counts the slice's TensorCores
-# (https://cloud.google.com/tpu/docs/v5p-training); v5e/v6e: one TensorCore per chip (.../v5e, .../v6e).
+# TensorCores per chip: "vX-N" counts TensorCores where a chip has two, chips on v5e/v6e (cloud.google.com/tpu/docs).
 _TENSORCORES_PER_CHIP = {"v2": 2, "v3": 2, "v4": 2, "v5p": 2, "v5e": 1, "v6e": 1}
-# Chips per host of single-host slices and of pod slices, from Cloud TPU's system architecture pages:
-# v2/v3/v4/v5p hosts have 4 chips; a v5e host has 8 (https://cloud.google.com/tpu/docs/v5e).
+# Chips of the largest single-host slice; beyond it a slice is TPU VMs ("workers") of 4 chips each (notebook 08).
 _CHIPS_PER_HOST = {"v2": 4, "v3": 4, "v4": 4, "v5p": 4, "v5e": 8, "v6e": 8}
-# A multi-host slice is made of TPU VMs ("workers") of 4 chips on every generation (a v5e-16 is 4 workers, though the
-# v5e page counts its physical hosts of 8 chips: the worker is what runs a program; notebook 08).
 _CHIPS_PER_WORKER_MULTIHOST = 4
 
 
 def slice_hosts(generation: str, chips: int) -> int:
-    """The TPU VMs (hosts, "workers") of a slice of `chips` chips: one up to the largest single-host slice of its
-    generation (`_CHIPS_PER_HOST`), beyond it VMs of 4 chips each; raises ValueError when they do not divide."""
+    """The TPU VMs ("workers") of a slice of `chips` chips (ValueError when they are not whole VMs)."""
     if chips <= _CHIPS_PER_HOST.get(generation, 4):
         return 1
     if chips % _CHIPS_PER_WORKER_MULTIHOST:
@@ -51,8 +32,7 @@ def slice_hosts(generation: str, chips: int) -> int:
 
 @dataclass(frozen=True)
 class Runtime:
-    """What `detect_runtime` found. `kind` is one of the values in `Runtime.KINDS`."""
-
+    """What `detect_runtime` found. `kind` is one of `Runtime.KINDS`."""
     kind: str
     platform: str  # "colab", "kaggle" or "local" (anything else: Cloud TPU VM, laptop, CI)
     accelerator_type: str | None = None  # as Google names it, e.g. "v5litepod-8"
@@ -79,24 +59,18 @@ class Runtime:
     @property
     def slice_name(self) -> str | None:
         """Friendly slice name: "v5e-8" for accelerator type "v5litepod-8"."""
-        if not self.accelerator_type:
-            return None
-        return self.accelerator_type.replace("v5litepod", "v5e").replace("v6e-lite", "v6e")
+        return self.accelerator_type and self.accelerator_type.replace("v5litepod", "v5e").replace("v6e-lite", "v6e")
 
     def describe(self) -> str:
         """One line for a learner: what this runtime is."""
         where = {"colab": "Colab", "kaggle": "Kaggle", "local": "Cloud"}[self.platform]
         if self.is_tpu_vm:
             size = self.slice_name or (f"{self.generation} TPU" if self.generation else "TPU (type unknown)")
-            counts = []
-            if self.chips is not None:
-                counts.append(f"{self.chips} chip{'s' if self.chips != 1 else ''} on this host")
-            if self.devices is not None:
-                counts.append(f"{self.devices} device{'s' if self.devices != 1 else ''} (replicas)")
-            extra = f", {', '.join(counts)}" if counts else ""
+            extra = "".join(f", {n} {what}{'s' if n != 1 else ''} {tail}" for n, what, tail in
+                            ((self.chips, "chip", "on this host"), (self.devices, "device", "(replicas)")) if n is not None)
             return f"{where} TPU VM: {size}{extra}; the TPU is attached to this machine."
         if self.is_tpu_node:
-            host = "Colab" if self.platform == "colab" else ("Kaggle" if self.platform == "kaggle" else "remote")
+            host = {"colab": "Colab", "kaggle": "Kaggle"}.get(self.platform, "remote")
             return (f"Legacy TPU Node ({host}) at {self.tpu_address}: the TPU is another machine, reachable "
                     "only over gRPC; it can read data from memory or gs:// but not from this machine's disk.")
         place = {"colab": " on Colab", "kaggle": " on Kaggle", "local": ""}[self.platform]
@@ -106,7 +80,7 @@ class Runtime:
 
 
 def parse_accelerator_type(accelerator_type: str) -> tuple[str, int, int]:
-    """Parse a Cloud TPU accelerator type into (generation, chips, tensorcores).
+    """A Cloud TPU accelerator type as (generation, chips, tensorcores).
 
     >>> parse_accelerator_type("v3-8")
     ('v3', 4, 8)
@@ -141,55 +115,30 @@ def _parse_env_type(acc_type: str) -> tuple[str, int, int]:
 
 
 def _pci_tpu_chips(root: Path) -> tuple[int, str | None]:
-    """Count Google TPU chips on the PCI bus; return (count, generation of the first)."""
-    count, generation = 0, None
-    base = root / "sys" / "bus" / "pci" / "devices"
-    if not base.is_dir():
-        return 0, None
-    for dev in sorted(base.iterdir()):
+    """Google TPU chips on the PCI bus: (count, generation of the first)."""
+    found = []
+    for dev in sorted((root / "sys" / "bus" / "pci" / "devices").glob("*")):
         try:
-            vendor = (dev / "vendor").read_text().strip().lower()
-            device = (dev / "device").read_text().strip().lower()
+            if (dev / "vendor").read_text().strip().lower() == GOOGLE_PCI_VENDOR:
+                found.append((dev, TPU_PCI_DEVICE_IDS.get((dev / "device").read_text().strip().lower())))
         except OSError:
             continue
-        if vendor == GOOGLE_PCI_VENDOR and device in TPU_PCI_DEVICE_IDS:
-            count += 1
-            if generation is None:
-                generation = TPU_PCI_DEVICE_IDS[device]
-                if generation == "v3":
-                    try:
-                        if (dev / "subsystem_device").read_text().strip().lower() == "0x004e":
-                            generation = "v2"
-                    except OSError:
-                        pass
-    return count, generation
+    found = [(dev, gen) for dev, gen in found if gen]
+    if not found:
+        return 0, None
+    dev, generation = found[0]
+    sub = dev / "subsystem_device"  # v2 shares v3's device id; its subsystem id is 0x004e
+    if generation == "v3" and sub.is_file() and sub.read_text().strip().lower() == "0x004e":
+        generation = "v2"
+    return len(found), generation
 
 
-def _device_file_chips(root: Path) -> int:
-    """Count TPU device files: /dev/accel<N> (v2-v4) or numbered /dev/vfio/<N> groups (v5e+)."""
-    dev = root / "dev"
-    accel = [p for p in dev.glob("accel*") if re.fullmatch(r"accel\d+", p.name)] if dev.is_dir() else []
-    if accel:
-        return len(accel)
-    vfio = dev / "vfio"
-    if vfio.is_dir():
-        return len([p for p in vfio.iterdir() if p.name.isdigit()])
-    return 0
-
-
-def _gpus(root: Path) -> int:
-    dev = root / "dev"
-    if not dev.is_dir():
-        return 0
-    return len([p for p in dev.glob("nvidia*") if re.fullmatch(r"nvidia\d+", p.name)])
+def _count(folder: Path, pattern: str) -> int:
+    return len([p for p in folder.glob("*") if re.fullmatch(pattern, p.name)]) if folder.is_dir() else 0
 
 
 def detect_runtime(env: Mapping[str, str] | None = None, root: str | os.PathLike[str] = "/") -> Runtime:
-    """Detect the runtime from environment variables and device files.
-
-    `env` defaults to `os.environ` and `root` to "/"; tests pass a dict and a temporary directory laid out
-    like a real machine (``dev/accel0``, ``dev/vfio/0``, ``sys/bus/pci/devices/...``, ``dev/nvidia0``).
-    """
+    """The runtime, from environment variables (`env`, default `os.environ`) and device files under `root`."""
     env = dict(os.environ if env is None else env)
     root = Path(root)
     if env.get("COLAB_RELEASE_TAG") or env.get("COLAB_GPU") is not None or env.get("COLAB_TPU_ADDR"):
@@ -199,19 +148,15 @@ def detect_runtime(env: Mapping[str, str] | None = None, root: str | os.PathLike
     else:
         platform = "local"
 
-    # Legacy TPU Node: a gRPC address, no TPU chips on this machine.
-    node_addr = env.get("COLAB_TPU_ADDR")
-    tpu_name = env.get("TPU_NAME", "")
-    if node_addr:
-        address = node_addr if node_addr.startswith("grpc://") else f"grpc://{node_addr}"
-    elif tpu_name.startswith("grpc://"):
-        address = tpu_name
-    else:
-        address = None
+    # a legacy TPU Node: a gRPC address, no TPU chips on this machine
+    node, tpu_name = env.get("COLAB_TPU_ADDR", ""), env.get("TPU_NAME", "")
+    address = ("grpc://" + node.removeprefix("grpc://")) if node else (tpu_name if tpu_name.startswith("grpc://")
+                                                                        else None)
 
     pci_chips, pci_generation = _pci_tpu_chips(root)
-    file_chips = _device_file_chips(root)
-    chips = pci_chips or file_chips
+    # TPU device files: /dev/accel<N> (v2-v4) or numbered /dev/vfio/<N> groups (v5e+)
+    chips = pci_chips or _count(root / "dev", r"accel\d+") or _count(root / "dev" / "vfio", r"\d+")
+    gpus = _count(root / "dev", r"nvidia\d+")
     acc_type = env.get("TPU_ACCELERATOR_TYPE") or None
 
     if chips or (acc_type and env.get("ISTPUVM") == "1"):
@@ -225,20 +170,14 @@ def detect_runtime(env: Mapping[str, str] | None = None, root: str | os.PathLike
             n = host_chips * _TENSORCORES_PER_CHIP[generation]
             acc_type = f"{generation}-{n}" if generation != "v5e" else f"v5litepod-{n}"
         kind = {"colab": "colab-tpu-vm", "kaggle": "kaggle-tpu-vm"}.get(platform, "cloud-tpu-vm")
-        return Runtime(kind, platform, acc_type, generation, host_chips, devices, None, _gpus(root))
+        return Runtime(kind, platform, acc_type, generation, host_chips, devices, None, gpus)
 
     if address:
-        generation = None
-        chips_n = devices_n = None
         if acc_type:
             generation, chips_n, _ = _parse_env_type(acc_type)
-            devices_n = chips_n * _DEVICES_PER_CHIP.get(generation, 1)
-        else:
-            # Colab and Kaggle Nodes were always a v2-8 / v3-8: 8 cores. Say so only for those.
-            devices_n = 8 if platform in ("colab", "kaggle") else None
-        return Runtime("tpu-node", platform, acc_type, generation, chips_n, devices_n, address, _gpus(root))
-
-    gpus = _gpus(root)
-    if gpus:
-        return Runtime("gpu", platform, gpus=gpus)
-    return Runtime("cpu", platform)
+            return Runtime("tpu-node", platform, acc_type, generation, chips_n,
+                           chips_n * _DEVICES_PER_CHIP.get(generation, 1), address, gpus)
+        # Colab's and Kaggle's Nodes were always a v2-8 / v3-8: 8 cores; say so only for those
+        return Runtime("tpu-node", platform, tpu_address=address, gpus=gpus,
+                       devices=8 if platform in ("colab", "kaggle") else None)
+    return Runtime("gpu", platform, gpus=gpus) if gpus else Runtime("cpu", platform)
