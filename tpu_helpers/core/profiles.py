@@ -1,12 +1,4 @@
-"""One switch for sizes: the `tpu`, `cpu` and `ci` profiles.
-
-* ``tpu``: the seeds' real settings (full datasets, base-size models, real batch sizes).
-* ``cpu``: what a laptop finishes in minutes per notebook, through the same XLA code paths.
-* ``ci``:  the smallest sizes that still prove every claim the notebooks assert.
-
-The profile comes from, in order: the notebook's ``PROFILE`` parameter, the ``TPU_COURSE_PROFILE``
-environment variable (``./course test`` sets ``ci``), then the runtime: ``tpu`` on a TPU, ``cpu`` elsewhere.
-"""
+"""The `tpu`, `cpu` and `ci` size profiles: the seeds' sizes, a laptop's minutes, the smallest that proves every claim."""
 from __future__ import annotations
 
 import os
@@ -38,25 +30,20 @@ def _check(name: str, source: str) -> str:
     return value
 
 
-def choose_profile(requested: str | None = None, *, env: Mapping[str, str] | None = None,
-                   runtime: Runtime | None = None) -> Profile:
-    """Pick the profile and say why, in one line (print the result)."""
-    env = os.environ if env is None else env
+def choose_profile(requested: str | None = None, *, runtime: Runtime | None = None) -> Profile:
+    """The profile and why: the ``PROFILE`` parameter, else ``TPU_COURSE_PROFILE``, else tpu on a TPU, cpu elsewhere."""
     if requested:
         return Profile(_check(requested, "the PROFILE parameter"), "set by the notebook's PROFILE parameter")
-    if env.get(PROFILE_ENV):
-        return Profile(_check(env[PROFILE_ENV], PROFILE_ENV), f"set by the environment ({PROFILE_ENV})")
-    runtime = runtime or detect_runtime(env)
+    if os.environ.get(PROFILE_ENV):
+        return Profile(_check(os.environ[PROFILE_ENV], PROFILE_ENV), f"set by the environment ({PROFILE_ENV})")
+    runtime = runtime or detect_runtime()
     if runtime.is_tpu:
         return Profile("tpu", f"default on a TPU ({runtime.kind}): the seeds' real sizes")
     return Profile("cpu", f"default off-TPU ({runtime.kind}): small sizes that finish in minutes")
 
 
 def sized(profile: Profile | str, table: Mapping[str, T] | None = None, **per_profile: T) -> T:
-    """Pick the value for this profile: ``sized(p, tpu=128, cpu=32, ci=8)``.
-
-    A dict of settings per profile works too: ``cfg = sized(p, SIZES)``.
-    """
+    """This profile's value: ``sized(p, tpu=128, cpu=32, ci=8)`` or ``sized(p, {"tpu": ..., "cpu": ..., "ci": ...})``."""
     name = profile.name if isinstance(profile, Profile) else _check(profile, "sized()")
     options: Mapping[str, Any] = table if table is not None else per_profile
     missing = [p for p in PROFILES if p not in options]
@@ -75,11 +62,7 @@ KINDS = {
 
 
 def param(name: str, value: Any, default: Any, kind: str | Sequence[Any]) -> Any:
-    """A parameter's value: ``default`` (the profile's) when it is None, else ``value`` once it is of ``kind``.
-
-    ``kind`` is one of "positive int", "int >= 0", "positive number", "bool", "text", or the accepted values
-    themselves (a tuple); anything else raises a ValueError naming the parameter and what it accepts.
-    """
+    """``default`` when ``value`` is None, else ``value`` if it is of ``kind`` (a `KINDS` name or a tuple of values)."""
     if value is None:
         return default
     if isinstance(kind, str):

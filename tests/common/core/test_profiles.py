@@ -7,31 +7,39 @@ CPU = Runtime("cpu", "local")
 TPU = Runtime("kaggle-tpu-vm", "kaggle", "v5litepod-8", "v5e", 8, 8)
 
 
+@pytest.fixture(autouse=True)
+def no_profile_variable(monkeypatch):
+    monkeypatch.delenv("TPU_COURSE_PROFILE", raising=False)
+
+
 def test_default_cpu_off_tpu():
-    p = choose_profile(env={}, runtime=CPU)
+    p = choose_profile(runtime=CPU)
     assert p.name == "cpu" and "off-TPU" in p.reason
 
 
 def test_default_tpu_on_tpu():
-    assert choose_profile(env={}, runtime=TPU).name == "tpu"
+    assert choose_profile(runtime=TPU).name == "tpu"
 
 
-def test_env_overrides_runtime():
-    p = choose_profile(env={"TPU_COURSE_PROFILE": "ci"}, runtime=TPU)
+def test_env_overrides_runtime(monkeypatch):
+    monkeypatch.setenv("TPU_COURSE_PROFILE", "ci")
+    p = choose_profile(runtime=TPU)
     assert p.name == "ci" and "TPU_COURSE_PROFILE" in p.reason
 
 
-def test_parameter_overrides_env():
-    p = choose_profile("CPU", env={"TPU_COURSE_PROFILE": "ci"}, runtime=CPU)
+def test_parameter_overrides_env(monkeypatch):
+    monkeypatch.setenv("TPU_COURSE_PROFILE", "ci")
+    p = choose_profile("CPU", runtime=CPU)
     assert p == Profile("cpu", "set by the notebook's PROFILE parameter")
 
 
 @pytest.mark.parametrize("bad", ["gpu", "fast"])
-def test_unknown_profile_is_a_clear_error(bad):
+def test_unknown_profile_is_a_clear_error(bad, monkeypatch):
     with pytest.raises(ValueError, match="choose one of tpu, cpu, ci"):
-        choose_profile(bad, env={}, runtime=CPU)
+        choose_profile(bad, runtime=CPU)
+    monkeypatch.setenv("TPU_COURSE_PROFILE", bad)
     with pytest.raises(ValueError, match="TPU_COURSE_PROFILE"):
-        choose_profile(env={"TPU_COURSE_PROFILE": bad}, runtime=CPU)
+        choose_profile(runtime=CPU)
 
 
 def test_sized_picks_per_profile():
