@@ -7,11 +7,8 @@ __all__ = ["Claims"]
 
 
 class Claims:
-    """``with Claims("3 · static shapes") as claim: claim("one graph per bucket", graphs == 3, f"{graphs} graphs")``.
-
-    Every claim is printed (pass or FAIL, the claim, what was measured); the cell then ends with
-    ``assert claim.passed, claim.why``, so a learner sees every claim before the error that names the failed ones.
-    """
+    """``with Claims("3 · shapes") as claim: claim("one graph per bucket", graphs == 3, graphs)``, then
+    ``assert claim.passed, claim.why``: every claim is printed (pass/FAIL, what was measured) before the assert."""
 
     def __init__(self, section: str) -> None:
         self.section = section
@@ -28,15 +25,13 @@ class Claims:
         print(f"Claims of {self.section}:")
         return self
 
-    def __exit__(self, kind: Any, error: Any, tb: Any) -> None:
+    def __exit__(self, *exc: Any) -> None:
         return None
 
     @property
     def passed(self) -> bool:
-        """True when every claim of the block held on this run."""
         return not self.failed
 
     @property
     def why(self) -> str:
-        """The assert's message: the section and each failed claim with what was measured."""
         return f"{self.section}: {len(self.failed)} claim(s) failed on this run: " + "; ".join(self.failed)
