@@ -1,10 +1,5 @@
-"""Exercises with self-checks: a check tests the answer's *behaviour* and says in plain words what is wrong.
-
-``answer()`` returns the learner's answer, or the reference from the lesson's ``solutions.py`` when solutions are on
-(``SOLUTIONS``, or ``TPU_COURSE_SOLUTIONS=1``: ``./course test`` and ``./course run`` set it); ``report()`` prints
-the verdict: an unattempted exercise does not stop "Run all", a wrong one raises ``ExerciseFailed`` only in strict
-mode (solutions on, or ``TPU_COURSE_STRICT_EXERCISES=1``), so CI proves every check passes on a right answer.
-"""
+"""Exercise self-checks: `answer` (the learner's, or the reference when solutions are on), `run_check` and `report`
+(a wrong answer raises only in strict mode: solutions on, or ``TPU_COURSE_STRICT_EXERCISES=1``)."""
 from __future__ import annotations
 
 import functools
@@ -40,9 +35,7 @@ class NotAttempted(Exception):
 
 def solutions_enabled(flag: bool | None = None) -> bool:
     """The notebook's ``SOLUTIONS`` parameter if set (True/False), else ``TPU_COURSE_SOLUTIONS=1``."""
-    if flag is not None:
-        return bool(flag)
-    return os.environ.get(SOLUTIONS_ENV, "") in ("1", "true", "yes")
+    return bool(flag) if flag is not None else os.environ.get(SOLUTIONS_ENV, "") in ("1", "true", "yes")
 
 
 def _strict(flag: bool | None = None) -> bool:
@@ -50,12 +43,7 @@ def _strict(flag: bool | None = None) -> bool:
 
 
 def answer(learner_answer: Any, solutions: bool | None = None, *, lesson: str, name: str | None = None) -> Any:
-    """The learner's answer, or the reference solution ``<lesson>.solutions.<name>`` when solutions are on.
-
-    A lesson's ``exercise_checks.py`` binds `lesson` to its own package (``nb01_checks.answer(masked_mean, SOLUTIONS)``), so
-    the notebook names neither the package nor a key; `name` defaults to the answer's ``__name__`` (give it for a
-    value, e.g. a table).
-    """
+    """The learner's answer, or ``<lesson>.solutions.<name>`` (default: the answer's ``__name__``) when solutions are on."""
     if not solutions_enabled(solutions):
         return learner_answer
     name = name or getattr(learner_answer, "__name__", None)
@@ -88,12 +76,7 @@ def run_check(check: Callable[[], str]) -> CheckResult:
 
 def report(result: CheckResult, solutions: bool | None = None) -> CheckResult:
     """Print the verdict; in strict mode (CI) a failure raises `ExerciseFailed`."""
-    if result.passed:
-        print(f"✅ Right: {result.message}")
-    elif not result.attempted:
-        print(f"⏳ {result.message}")
-    else:
-        print(f"❌ Not yet: {result.message}")
+    print(("✅ Right: " if result.passed else "❌ Not yet: " if result.attempted else "⏳ ") + result.message)
     if not result.passed and _strict(solutions):
         raise ExerciseFailed(result.message)
     return result
@@ -106,11 +89,8 @@ def short(value: Any, limit: int = 80) -> str:
 
 
 def call_answer(fn: Callable, *args: Any, what: str, **kwargs: Any) -> Any:
-    """Call the learner's ``fn``; turn any error into a plain-words failure (AssertionError).
-
-    ``NotImplementedError`` (the exercise skeleton) passes through, so `tpu_helpers.core.exercises.run_check`
-    reports "not attempted yet". ``what`` names the call in the message, e.g. "masked_mean(loss, labels)".
-    """
+    """Call the learner's ``fn`` (``what``: e.g. "masked_mean(loss, labels)"); any error but the skeleton's
+    ``NotImplementedError`` becomes a one-line AssertionError."""
     if not callable(fn):
         raise AssertionError(f"{what.split('(')[0]} must be a function, but it is {short(fn)}")
     try:

@@ -1,18 +1,11 @@
-"""Who holds the TPU: only one process at a time can hold the chips of a TPU VM.
-
-libtpu takes a POSIX ``lockf`` lock on ``/tmp/libtpu_lockfile`` and keeps it until its process exits, so a second
-notebook kernel (or a TensorFlow probe followed by a PyTorch/XLA one) finds the chips taken. Every notebook's first
-cell (`tpu_helpers.core.frameworks.check_tpu_build`) and the launchers ask `libtpu_lock_holder` first and name the
-holder. Framework-free.
-"""
+"""Who holds the TPU: libtpu locks ``/tmp/libtpu_lockfile`` until its process exits, so one process at a time."""
 from __future__ import annotations
 
 import os
 from pathlib import Path
 from typing import Callable
 
-__all__ = ["LIBTPU_LOCKFILE", "TPUHeldError", "libtpu_lock_holder", "process_command", "held_message",
-           "held_problem", "check_tpu_free"]
+__all__ = ["LIBTPU_LOCKFILE", "TPUHeldError", "libtpu_lock_holder", "held_message", "held_problem", "check_tpu_free"]
 
 LIBTPU_LOCKFILE = "/tmp/libtpu_lockfile"
 
@@ -23,10 +16,8 @@ class TPUHeldError(RuntimeError):
 
 def libtpu_lock_holder(path: str | os.PathLike[str] = LIBTPU_LOCKFILE, proc_locks: str = "/proc/locks",
                        self_pid: int | None = None) -> int | None:
-    """The pid of another process holding libtpu's lock on `path`, or None.
-
-    ``/proc/locks`` lists such locks as ``N: POSIX ADVISORY WRITE <pid> <major>:<minor>:<inode> ...``.
-    """
+    """The pid of another process holding libtpu's lock on `path` (``/proc/locks``: ``N: POSIX ADVISORY WRITE <pid>
+    <major>:<minor>:<inode> ...``), or None."""
     try:
         st = os.stat(path)
         lines = Path(proc_locks).read_text().splitlines()
@@ -49,17 +40,12 @@ def libtpu_lock_holder(path: str | os.PathLike[str] = LIBTPU_LOCKFILE, proc_lock
     return None
 
 
-def process_command(pid: int) -> str:
-    """The command line of a process ("" when it cannot be read)."""
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
-    except OSError:
-        return ""
-
-
 def held_message(pid: int | None, path: str = LIBTPU_LOCKFILE) -> tuple[str, str]:
     """(what happened, what to do) when the TPU is held by `pid` (None: holder unknown)."""
-    command = " ".join((process_command(pid) if pid else "").split())
+    try:  # the holder's command line ("" when it cannot be read)
+        command = " ".join(Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").replace("\0", " ").split())
+    except OSError:
+        command = ""
     if len(command) > 160:  # its start (the program) and its end (the script or kernel arguments)
         command = f"{command[:80]} ... {command[-75:]}"
     who = f"process {pid}" + (f" ({command})" if command else "") if pid else "another process"
@@ -73,8 +59,7 @@ def held_message(pid: int | None, path: str = LIBTPU_LOCKFILE) -> tuple[str, str
 
 
 def held_problem(lock_holder: Callable[[], int | None] | None = None) -> str | None:
-    """"What happened. To fix: ..." when another process holds the TPU (``lock_holder``, injectable for tests,
-    defaults to `libtpu_lock_holder`), else None. The one wording of the first cells and the launch."""
+    """"What happened. To fix: ..." when another process holds the TPU (``lock_holder``: `libtpu_lock_holder`), else None."""
     pid = (lock_holder or libtpu_lock_holder)()
     if pid is None:
         return None
