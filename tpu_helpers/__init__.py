@@ -1,8 +1,4 @@
-"""tpu_helpers: the code the tpu-course notebooks share (counters, checks, data plumbing, infrastructure).
-
-Installed with the course (``pip install tpu-course``, or the notebooks' install cell on Colab/Kaggle); the
-package imports no ML framework at this level, so ``import tpu_helpers`` is safe in any kernel.
-"""
+"""tpu_helpers: the code the tpu-course notebooks share; imports no ML framework at this level."""
 from importlib import metadata as _metadata
 
 try:

@@ -1,4 +1,2 @@
-"""The course's core: runtime detection, profiles, the one-framework-per-process rule, run summaries,
-versions and the exercise machinery. Imports no ML framework.
-"""
+"""The course's core: runtime, profiles, one framework per process, summaries, versions, exercises (no ML framework)."""
 FRAMEWORK = None  # the framework this package's modules may import (tests/conventions enforce it)

@@ -9,8 +9,7 @@ __all__ = ["write_json_atomic"]
 
 
 def write_json_atomic(path: str | os.PathLike[str], payload: dict[str, Any]) -> None:
-    """Write `payload` as JSON to a local `path` through a temporary file and a rename: a reader (another host, the
-    notebook) sees the whole file or none of it."""
+    """`payload` as JSON at `path`, through a temporary file and a rename: a reader sees all of it or none."""
     tmp = f"{os.fspath(path)}.tmp-{os.getpid()}"
     with open(tmp, "w", encoding="utf-8") as f:
         json.dump(payload, f, indent=1, sort_keys=True)

@@ -10,12 +10,9 @@ __all__ = ["start"]
 
 def start(framework: str, profile: str | None = None, *, xla_cpu: bool = True,
           check_build: bool = True) -> tuple[runtime.Runtime, profiles.Profile]:
-    """Declare ``framework`` ("tf"/"torch"), find the runtime and the size profile (the ``PROFILE`` parameter), print both.
+    """Declare ``framework`` ("tf"/"torch"); print the runtime, the TPU build check and the profile; return both.
 
-    PyTorch off a TPU: XLA's CPU backend (``PJRT_DEVICE=CPU``, before torch_xla is imported) unless ``xla_cpu`` is
-    False (a launcher that decides itself). On a TPU, ``check_build`` stops unless this kernel has the framework's
-    TPU build (`frameworks.check_tpu_build`); notebooks that report instead of stopping pass False.
-    """
+    ``xla_cpu``: PyTorch off a TPU uses XLA's CPU backend (``PJRT_DEVICE=CPU``); ``check_build=False`` reports only."""
     frameworks.use_framework(framework)
     rt = runtime.detect_runtime()
     if framework == "torch" and xla_cpu and not rt.is_tpu:

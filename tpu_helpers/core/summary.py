@@ -1,9 +1,4 @@
-""""What you measured": key figures a notebook records about the learner's own run.
-
-`record()` prints a figure and keeps it; `show()` prints this run's table at the end of a notebook.
-When ``TPU_COURSE_FIGURES`` names a file (``./course run`` sets it), each figure is also appended to it as a
-JSON line, which is how the headless runner builds its summary table.
-"""
+""""What you measured": `record()` keeps a figure of this run (and appends it to ``TPU_COURSE_FIGURES`` as JSON), `show()`."""
 from __future__ import annotations
 
 import json
@@ -17,8 +12,7 @@ _FIGURES: dict[str, tuple[Any, str]] = {}
 
 
 def _plain(name: str, value: Any) -> Any:
-    """A number, bool, text or None; NumPy/TensorFlow/PyTorch scalars become Python ones. Checked the same way
-    in a notebook and under ``./course run`` (which writes JSON), so a figure never fails only in one of them."""
+    """A number, bool, text or None (NumPy/TensorFlow/PyTorch scalars become Python ones), in a notebook as in JSON."""
     if hasattr(value, "numpy") and callable(value.numpy) and not hasattr(value, "item"):  # TensorFlow tensors
         value = value.numpy()
     if hasattr(value, "item") and callable(value.item) and not isinstance(value, (str, bytes)):
@@ -32,9 +26,7 @@ def _plain(name: str, value: Any) -> Any:
     if value is not None and not isinstance(value, (bool, int, float, str)):
         raise TypeError(f"record({name!r}, ...) keeps a number, a bool or a short text, not "
                         f"{type(value).__name__}: pass e.g. str(value) or a number")
-    if isinstance(value, float):
-        return float(f"{value:.4g}")
-    return value
+    return float(f"{value:.4g}") if isinstance(value, float) else value
 
 
 def record(name: str, value: Any, unit: str = "", *, quiet: bool = False) -> Any:

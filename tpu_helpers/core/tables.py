@@ -1,5 +1,4 @@
-"""The course's one plain-text table printer: rows in, aligned text out (the padding report, the batch arithmetic,
-the training report and the pipeline comparison all print through it). Framework-free."""
+"""The course's one plain-text table printer: rows in, aligned text out."""
 from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
@@ -8,9 +7,7 @@ __all__ = ["format_table"]
 
 
 def format_table(rows: Iterable[Mapping[str, Any] | Any], *, title: str | None = None) -> str:
-    """Rows (dicts, or objects with a ``row()`` dict) as a text table: the first column left-aligned, the others
-    right-aligned, a rule under the header; the columns are the first row's keys. Values are printed with ``str``,
-    so format numbers before (``f"{x:.1%}"``). No rows: ``"(empty)"``."""
+    """Rows (dicts, or objects with a ``row()`` dict; the first row's keys are the columns) as aligned text."""
     dicts = [dict(r.row()) if hasattr(r, "row") else dict(r) for r in rows]
     if not dicts:
         return "(empty)" if title is None else f"{title}\n(empty)"

@@ -1,7 +1,4 @@
-"""The course's temporary folders: named ``tpu-course-<kind>-<pid>-<random>`` in the temp directory, removed when
-the process exits; and when a process was killed (a kernel restart, an OOM kill) before it could remove its own,
-the next course process removes those. Only folders with this naming and a dead pid are touched: never another
-process's, never anything else in the temp directory. Framework-free."""
+"""Temporary folders ``tpu-course-<kind>-<pid>-<random>``: removed at exit, or by the next course process if killed."""
 from __future__ import annotations
 
 import atexit
@@ -17,9 +14,7 @@ _NAME = re.compile(re.escape(PREFIX) + r"(?P<kind>[a-z0-9]+(?:-[a-z0-9]+)*)-(?P<
 
 
 def course_temp_dir(kind: str, *, remove_at_exit: bool = True, tmp: str | None = None) -> str:
-    """A new folder ``tpu-course-<kind>-<pid>-<random>`` (``kind``: lower-case words joined by ``-``). Removes the
-    folders that dead course processes left behind first. ``remove_at_exit=False`` for a folder the caller removes
-    itself (``shutil.rmtree`` in a ``finally``)."""
+    """A new folder ``tpu-course-<kind>-<pid>-<random>`` (after removing dead processes' ones)."""
     if not re.fullmatch(r"[a-z0-9]+(?:-[a-z0-9]+)*", kind):
         raise ValueError(f"kind must be lower-case words joined by '-', not {kind!r}")
     tmp = tmp or tempfile.gettempdir()
@@ -36,7 +31,7 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     except (PermissionError, OverflowError):  # someone else's process (or not a pid): not ours to judge
-        return True
+        pass
     return True
 
 
@@ -44,11 +39,7 @@ def remove_folders_of_dead_processes(tmp: str | None = None) -> list[str]:
     """Remove the course's folders (``tpu-course-<kind>-<pid>-<random>``) whose process is gone; return their names."""
     tmp = tmp or tempfile.gettempdir()
     removed = []
-    try:
-        names = os.listdir(tmp)
-    except OSError:
-        return removed
-    for name in names:
+    for name in os.listdir(tmp) if os.path.isdir(tmp) else ():
         m = _NAME.fullmatch(name)
         path = os.path.join(tmp, name)
         if not m or not os.path.isdir(path) or os.path.islink(path) or _alive(int(m.group("pid"))):
@@ -62,10 +53,7 @@ _CLAIMS: list = []  # open lock files: a claim lasts as long as the process
 
 
 def claim_work_folder(folder: str | os.PathLike[str], kind: str = "work") -> str:
-    """A work folder reused across runs (its files are skipped when they verify), claimed for this process with
-    ``flock`` on ``<folder>/.in-use``. When another process holds it (two kernels, CI beside ``./course run``), this
-    one gets its own ``tpu-course-<kind>-<pid>-...`` folder instead, so neither deletes the other's partial files.
-    Linux and macOS (``fcntl``); elsewhere the folder is used as it is."""
+    """`folder`, claimed with ``flock`` on ``.in-use``; when another process holds it, a ``course_temp_dir`` of its own."""
     folder = os.path.abspath(os.path.expanduser(os.fspath(folder)))
     os.makedirs(folder, exist_ok=True)
     try:
