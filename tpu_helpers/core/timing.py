@@ -1,6 +1,4 @@
-"""The course's one timing loop (`time_calls`: repeated calls, median and spread) and result model (`Candidate`,
-`Benchmark`: ratios against a baseline), for the notebooks' comparisons and the benchmark suite. Framework-free: the
-caller makes each call wait for its device."""
+"""The course's one timing loop (`time_calls`) and result model (`Candidate`, `Benchmark`: ratios to a baseline)."""
 from __future__ import annotations
 
 import json

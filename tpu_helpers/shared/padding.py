@@ -1,14 +1,8 @@
-"""Padding strategies and what they cost: XLA compilations against padded-token waste (numpy only, both frameworks).
-
-Strategies: ``"longest"`` (each batch to its longest sample), ``"multiple_of_N"`` (the same rounded up to N, as
-``pad_to_multiple_of``), ``"buckets"`` (each batch to its bucket's bound), ``"max_length"`` (one shape). Batches keep
-a fixed number of rows, so compilations = distinct padded lengths; ``PaddedBatch.tokenizer_kwargs`` makes a Hugging
-Face tokenizer pad to exactly the predicted length (its own ``pad_to_multiple_of`` rule).
-"""
+"""Padding strategies and what they cost: XLA compilations (distinct padded shapes) against padded-token waste."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
@@ -35,11 +29,7 @@ def default_boundaries(max_length: int, smallest: int = 8) -> list[int]:
     """Bucket upper bounds: powers of two from ``smallest`` up to ``max_length`` (always included)."""
     if smallest < 1 or max_length < 1:
         raise ValueError(f"smallest ({smallest}) and max_length ({max_length}) must be at least 1 token")
-    bounds, b = [], smallest
-    while b < max_length:
-        bounds.append(b)
-        b *= 2
-    return bounds + [max_length]
+    return [smallest << k for k in range(64) if smallest << k < max_length] + [max_length]
 
 
 def _check_strategy(strategy: str) -> str:
@@ -55,7 +45,6 @@ def _check_strategy(strategy: str) -> str:
 @dataclass(frozen=True)
 class PaddedBatch:
     """One batch: which samples (``indices`` into the length list) and the length they are padded to."""
-
     indices: np.ndarray
     padded_length: int
     strategy: str
@@ -67,33 +56,18 @@ class PaddedBatch:
 
     @property
     def tokenizer_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments that make a Hugging Face tokenizer (or ``DataCollatorWithPadding``) pad this batch
-        to exactly ``padded_length``, using its own padding options."""
-        if self.strategy == "longest":
-            return {"padding": "longest", "truncation": True, "max_length": self.max_length}
+        """What makes a Hugging Face tokenizer pad this batch to exactly ``padded_length``, with its own options."""
         m = _MULTIPLE_RE.match(self.strategy)
-        if m:
+        if self.strategy == "longest" or m:
             return {"padding": "longest", "truncation": True, "max_length": self.max_length,
-                    "pad_to_multiple_of": int(m.group(1))}
-        # buckets and max_length: a fixed length for this batch (truncation still at the global max_length)
-        return {"padding": "max_length", "truncation": True, "max_length": self.padded_length}
-
-
-def _stream_batches(order: np.ndarray, batch_size: int, drop_remainder: bool) -> list[np.ndarray]:
-    n_full = len(order) // batch_size
-    batches = [order[i * batch_size:(i + 1) * batch_size] for i in range(n_full)]
-    if not drop_remainder and len(order) % batch_size:
-        batches.append(order[n_full * batch_size:])
-    return batches
+                    **({"pad_to_multiple_of": int(m.group(1))} if m else {})}
+        return {"padding": "max_length", "truncation": True, "max_length": self.padded_length}  # a fixed length
 
 
 def padded_batches(lengths: Sequence[int], batch_size: int, strategy: str, *, max_length: int,
                    boundaries: Sequence[int] | None = None, drop_remainder: bool = True,
                    seed: int | None = None) -> list[PaddedBatch]:
-    """Batch samples (in the given order, or shuffled with ``seed``) and pad them the ``strategy`` way.
-
-    ``lengths`` are token counts before truncation. Returns one `PaddedBatch` per batch.
-    """
+    """Batches of samples (in order, or shuffled with ``seed``; ``lengths`` before truncation), padded the ``strategy`` way."""
     _check_strategy(strategy)
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, not {batch_size}")
@@ -105,9 +79,7 @@ def padded_batches(lengths: Sequence[int], batch_size: int, strategy: str, *, ma
                          f"refuse to truncate to it and pad to a multiple of {m.group(1)}; choose a max_length "
                          f"that is (e.g. {round_up(max_length, int(m.group(1)))}) or leave '{strategy}' out")
     lens = np.minimum(np.asarray(lengths, dtype=np.int64), max_length)
-    order = np.arange(len(lens))
-    if seed is not None:
-        order = np.random.default_rng(seed).permutation(len(lens))
+    order = np.arange(len(lens)) if seed is None else np.random.default_rng(seed).permutation(len(lens))
     out: list[PaddedBatch] = []
     if strategy == "buckets":
         bounds = sorted(set(int(b) for b in (boundaries or default_boundaries(max_length))))
@@ -123,14 +95,11 @@ def padded_batches(lengths: Sequence[int], batch_size: int, strategy: str, *, ma
         if not drop_remainder:
             out += [PaddedBatch(np.array(v), b, strategy, max_length) for b, v in pending.items() if v]
         return out
-    for idx in _stream_batches(order, batch_size, drop_remainder):
+    ends = range(batch_size, len(order) + (0 if drop_remainder else batch_size - 1) + 1, batch_size)
+    for idx in (order[end - batch_size:end] for end in ends):
         longest = int(lens[idx].max())
-        if strategy == "longest":
-            padded = longest
-        elif strategy == "max_length":
-            padded = max_length
-        else:
-            padded = round_up(longest, int(m.group(1)))
+        padded = (longest if strategy == "longest" else max_length if strategy == "max_length"
+                  else round_up(longest, int(m.group(1))))
         out.append(PaddedBatch(idx, padded, strategy, max_length))
     return out
 
@@ -138,7 +107,6 @@ def padded_batches(lengths: Sequence[int], batch_size: int, strategy: str, *, ma
 @dataclass(frozen=True)
 class StrategyResult:
     """What one strategy costs on a length distribution."""
-
     strategy: str
     batches: int
     compilations: int  # distinct batch shapes = XLA programs to compile
@@ -148,19 +116,11 @@ class StrategyResult:
 
     @property
     def padded_fraction(self) -> float:
-        """Share of computed tokens that are padding (0 = none)."""
         return 1.0 - self.real_tokens / self.computed_tokens if self.computed_tokens else 0.0
 
     @property
     def tokens_per_real_token(self) -> float:
-        """Tokens computed per real token (1.0 = no padding)."""
         return self.computed_tokens / self.real_tokens if self.real_tokens else float("nan")
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"strategy": self.strategy, "batches": self.batches, "compilations": self.compilations,
-                "padded_fraction": round(self.padded_fraction, 4),
-                "tokens_per_real_token": round(self.tokens_per_real_token, 3),
-                "real_tokens": self.real_tokens, "computed_tokens": self.computed_tokens}
 
 
 def evaluate_strategy(lengths: Sequence[int], batch_size: int, strategy: str, *, max_length: int,
@@ -179,13 +139,11 @@ def evaluate_strategy(lengths: Sequence[int], batch_size: int, strategy: str, *,
 @dataclass
 class PaddingReport:
     """`StrategyResult` per strategy for one length distribution (``report["longest"].compilations``)."""
-
     results: dict[str, StrategyResult]
     batch_size: int
     max_length: int
     samples: int
     truncated_fraction: float  # share of all tokens cut off by truncation at max_length
-    meta: dict[str, Any] = field(default_factory=dict)
 
     def __getitem__(self, strategy: str) -> StrategyResult:
         return self.results[strategy]
@@ -193,11 +151,7 @@ class PaddingReport:
     def __iter__(self):
         return iter(self.results.values())
 
-    def rows(self) -> list[dict[str, Any]]:
-        return [r.as_dict() for r in self.results.values()]
-
     def table(self) -> str:
-        """A plain-text table, one line per strategy."""
         return format_table(
             ({"strategy": r.strategy, "compilations": r.compilations, "padded %": f"{r.padded_fraction:.1%}",
               "computed/real": f"{r.tokens_per_real_token:.2f}"} for r in self.results.values()),
@@ -211,11 +165,7 @@ class PaddingReport:
 def padding_report(lengths: Sequence[int], batch_size: int, *, max_length: int,
                    strategies: Iterable[str] = DEFAULT_STRATEGIES, boundaries: Sequence[int] | None = None,
                    drop_remainder: bool = True, seed: int | None = 0) -> PaddingReport:
-    """Evaluate several padding strategies on one distribution of token lengths.
-
-    ``seed`` shuffles the sample order once (the order training would see; ``None`` keeps the given order),
-    and every strategy sees the same order.
-    """
+    """Several padding strategies on one distribution of token lengths, all in the order ``seed`` shuffles once."""
     lens = np.asarray(lengths, dtype=np.int64)
     if lens.size < batch_size:
         raise ValueError(f"{lens.size} samples are fewer than one batch of {batch_size}: nothing to compare")
@@ -227,22 +177,14 @@ def padding_report(lengths: Sequence[int], batch_size: int, *, max_length: int,
 
 
 def plot_padding_reports(reports: PaddingReport | Mapping[str, PaddingReport], ax=None, title: str | None = None):
-    """One figure: compilations (x, log scale) against padded-token fraction (y) for every strategy.
-
-    Pass one report or a ``{"dataset name": report}`` mapping (one marker style per dataset). Returns the
-    matplotlib Figure.
-    """
+    """A figure of compilations (log x) against padded % for one report or ``{"dataset name": report}``."""
     import matplotlib.pyplot as plt
 
     if isinstance(reports, PaddingReport):
         reports = {"": reports}
-    if ax is None:
-        fig, ax = plt.subplots(figsize=(7.5, 4.5))
-    else:
-        fig = ax.figure
-    markers = "os^Dv<>"
+    fig, ax = plt.subplots(figsize=(7.5, 4.5)) if ax is None else (ax.figure, ax)
     for k, (name, rep) in enumerate(reports.items()):
-        marker = markers[k % len(markers)]
+        marker = "os^Dv<>"[k % 7]
         label = f"{name} (batch {rep.batch_size}, max_length {rep.max_length})" if name else None
         pts = ax.scatter([r.compilations for r in rep], [100 * r.padded_fraction for r in rep], marker=marker,
                          s=55, label=label, zorder=3)

@@ -69,7 +69,7 @@ def test_report_table_truncation_and_errors():
     assert report["multiple_of_32"].shapes == ((4, 32),) and report["multiple_of_64"].computed_tokens == 8 * 64
     text = report.table()
     assert "multiple_of_32" in text and "8 samples, batch 4, max_length 64" in text
-    assert report.rows()[0]["strategy"] == "longest"
+    assert [r.strategy for r in report][0] == "longest"
     short = padding.padding_report(LENGTHS, 4, max_length=16, strategies=("longest", "max_length"), seed=None)
     assert short.truncated_fraction == pytest.approx(1 / sum(LENGTHS))
     with pytest.raises(ValueError, match="unknown padding strategy"):
