@@ -49,8 +49,7 @@ def make_certificates(folder: Path, hosts: tuple[str, ...]) -> tuple[Path, Path,
 
 
 def public_ca_bundle(current: str | None = None) -> str:
-    """The CA bundle in force (`current`, e.g. the user's ``CURL_CA_BUNDLE``; else the system's; else certifi's),
-    appended to ours so that nothing the user trusted before is lost."""
+    """The CA bundle in force (`current`, else the system's, else certifi's): appended to ours, nothing is lost."""
     candidates = [current, ssl.get_default_verify_paths().openssl_cafile, ssl.get_default_verify_paths().cafile]
     for path in candidates:
         if path and Path(path).is_file():

@@ -1,6 +1,4 @@
-"""Synthetic BANKING77-style customer queries (notebooks 01, 02 and 05): the 77 real intent names, each query the
-intent's words in a template with long-tailed filler, so query lengths have BANKING77's shape (mostly short, a long
-tail) and the intent can be learned from the words. Generated offline, the same for a seed on every machine."""
+"""Synthetic BANKING77-style queries: an intent's words in a template with long-tailed filler, the same for a seed."""
 from __future__ import annotations
 
 import random

@@ -1,6 +1,4 @@
-"""Bucket boundaries (notebooks 01 and 05): the few fixed lengths that batches are padded to, chosen for the least
-padding within a number of buckets (= compilations), validated, and what they cost. Plain NumPy: the search is the
-same for TensorFlow and PyTorch/XLA."""
+"""Bucket boundaries (notebooks 01 and 05): the few lengths batches are padded to, chosen for the least padding."""
 from __future__ import annotations
 
 import itertools
@@ -17,8 +15,7 @@ class BucketError(ValueError):
 
 def validate_boundaries(boundaries: Sequence[int], max_length: int | None = None,
                         longest: int | None = None) -> tuple[int, ...]:
-    """Sorted, distinct, positive bucket lengths; the largest at most ``max_length`` (queries are truncated there)
-    and at least ``longest`` (the longest query must fit)."""
+    """Sorted, distinct, positive lengths; the largest at most ``max_length`` and at least ``longest``."""
     try:
         bounds = tuple(sorted({int(b) for b in boundaries}))
     except (TypeError, ValueError):
@@ -60,14 +57,7 @@ def tokens_per_real_token(lengths: Sequence[int], boundaries: Sequence[int]) -> 
 
 def choose_boundaries(lengths: Sequence[int], max_length: int, *, max_buckets: int = 3, multiple: int = 8,
                       ) -> tuple[int, ...]:
-    """Bucket boundaries with the least padding for these lengths: at most ``max_buckets`` of them, multiples of
-    ``multiple`` (TPUs like multiples of 8), the largest the smallest one that holds the longest query (at most
-    ``max_length``, where the tokenizer truncates).
-
-    Exhaustive over the candidate sets (a few hundred for max_length 128), each scored by the tokens computed
-    when every query is padded to its own bucket (`tokens_per_real_token`); ties go to fewer buckets. With
-    ``multiple=1`` the boundaries are lengths that occur (notebook 01's exercise 3 asks for that search).
-    """
+    """At most ``max_buckets`` multiples of ``multiple`` with the least padding (an exhaustive search; ties: fewer)."""
     if max_buckets < 1:
         raise BucketError("max_buckets must be at least 1")
     if multiple < 1:
@@ -77,8 +67,7 @@ def choose_boundaries(lengths: Sequence[int], max_length: int, *, max_buckets: i
         raise BucketError("no lengths to choose boundaries for")
     top = min(max_length, -(-int(lens.max()) // multiple) * multiple)
     counts = np.bincount(lens, minlength=top + 1)
-    # a boundary is worth trying only where it is the first multiple at or above some length: any other one holds
-    # the same queries as the candidate below it, padded further
+    # only the first multiple at or above some length is worth trying: any other pads the same queries further
     candidates = sorted({min(top, -(-int(n) // multiple) * multiple) for n in np.unique(lens)} - {top})
     best: tuple[int, tuple[int, ...]] | None = None
     for k in range(0, max_buckets):

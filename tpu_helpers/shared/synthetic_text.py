@@ -1,9 +1,4 @@
-"""English-like text generated from a seed, the same on every machine: long-tailed lengths, Zipf-like words, a grammar.
-
-``paragraphs(2_000, seed=0)`` or ``iter_paragraphs(max_chars=400_000)``: notebook 01's padding measurements and
-notebook 04's ``offline`` corpus. Why not a library: none on the registry generates seeded English-like paragraphs
-without a model or a corpus download.
-"""
+"""English-like paragraphs from a seed, the same on every machine (notebook 01's lengths, notebook 04's offline corpus)."""
 from __future__ import annotations
 
 import random
@@ -42,17 +37,17 @@ _OPENERS = ("Then", "Later", "Meanwhile", "Still", "However", "Often", "In the e
             "In winter", "On most days", "For a while")
 
 
+_ZIPF_WEIGHTS: dict[int, list[float]] = {}
+
+
 def _zipf(rng: random.Random, words: tuple[str, ...]) -> str:
-    """One word, frequent ones first: weight 1/rank, as in natural text."""
+    """One word, weight 1/rank, as in natural text."""
     weights = _ZIPF_WEIGHTS.setdefault(len(words), [1.0 / (r + 1) for r in range(len(words))])
     return rng.choices(words, weights=weights)[0]
 
 
-_ZIPF_WEIGHTS: dict[int, list[float]] = {}
-
-
 def _make_names(n: int = 600) -> tuple[str, ...]:
-    """Proper names built from syllables (a fixed order): an open vocabulary of rare words, as names are."""
+    """Proper names from syllables: an open vocabulary of rare words."""
     onsets = ("b", "d", "f", "g", "k", "l", "m", "n", "p", "r", "s", "t", "v", "br", "tr", "st", "kl", "dr")
     vowels = ("a", "e", "i", "o", "u", "ai", "ea", "io")
     codas = ("", "n", "r", "l", "s", "th", "m", "nd")
@@ -78,8 +73,7 @@ def _plural(noun: str) -> str:
     return noun + "s"
 
 
-def _base(verb: str) -> str:
-    """``reads`` -> ``read``, ``carries`` -> ``carry``, ``watches`` -> ``watch``."""
+def _base(verb: str) -> str:  # reads -> read, carries -> carry, watches -> watch
     if verb.endswith("ies"):
         return verb[:-3] + "y"
     if verb.endswith(("ches", "shes", "sses", "xes")):
@@ -87,8 +81,7 @@ def _base(verb: str) -> str:
     return verb[:-1]
 
 
-def _noun_phrase(rng: random.Random) -> tuple[str, bool]:
-    """A noun phrase and whether it is plural."""
+def _noun_phrase(rng: random.Random) -> tuple[str, bool]:  # and whether it is plural
     if rng.random() < 0.12:
         return _zipf(rng, _NAMES), False
     plural = rng.random() < 0.3
@@ -118,7 +111,7 @@ def _clause(rng: random.Random) -> str:
 
 
 def sentence(rng: random.Random) -> str:
-    """One sentence: one to three clauses, sometimes an opener, capitalised, ending with a full stop."""
+    """One to three clauses, sometimes an opener, capitalised, with a full stop."""
     clauses = [_clause(rng)]
     while len(clauses) < 3 and rng.random() < 0.35:
         clauses.append(rng.choice(_CONNECTORS) + " " + _clause(rng))
