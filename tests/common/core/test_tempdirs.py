@@ -1,5 +1,5 @@
 """The course's temp folders (tpu_helpers.core.tempdirs): a killed process's folders are removed by the next course
-process; a live process's folders and anything not named like ours are never touched (issue 18)."""
+process; a live process's folders and anything not named like ours are never touched."""
 import os
 import subprocess
 import sys
