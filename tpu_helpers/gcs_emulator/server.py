@@ -2,14 +2,12 @@
 from __future__ import annotations
 
 import atexit
-import http.client
 import json
 import os
 import re
 import shutil
 import signal
 import socket
-import ssl
 import subprocess
 import sys
 import threading
@@ -134,8 +132,7 @@ class LocalGCS:
                                     and os.environ[k] != os.environ.get("TPU_COURSE_LOCAL_GCS")), None)
             self._write_policy()
             self._start_server()
-            self._start_proxy(cert, key)
-            self._wait_ready()
+            self._start_proxy(cert, key)  # it prints its port once it listens with our certificate
         except BaseException:
             self._kill()
             raise
@@ -189,27 +186,6 @@ class LocalGCS:
             raise EmulatorError("the emulator's TLS proxy did not start. Its log:\n"
                                 + (self._state / "proxy.log").read_text(errors="replace")[-2000:])
         self.proxy_port = int(line)
-
-    def _wait_ready(self) -> None:
-        """One HTTPS request exactly as TensorFlow makes it: via the proxy, verified against our CA."""
-        ctx = ssl.create_default_context(cafile=str(self.ca_cert))
-        deadline = time.monotonic() + _STARTUP_S
-        last: Exception | None = None
-        while time.monotonic() < deadline and self._proxy.poll() is None:
-            try:
-                conn = http.client.HTTPSConnection("127.0.0.1", self.proxy_port, context=ctx, timeout=5)
-                conn.set_tunnel("www.googleapis.com", 443)
-                conn.request("GET", "/storage/v1/b", headers={"Authorization": f"Bearer {TEST_TOKEN}"})
-                resp = conn.getresponse()
-                resp.read()
-                conn.close()
-                if resp.status == 200:
-                    return
-                last = EmulatorError(f"HTTP {resp.status}")
-            except (OSError, http.client.HTTPException) as e:
-                last = e
-            time.sleep(0.1)
-        raise EmulatorError(f"the local GCS emulator did not answer through its proxy ({last}); logs in {self._state}")
 
     def stop(self) -> None:
         """Stop both processes, restore the environment, delete temporary data. Safe to call twice."""
