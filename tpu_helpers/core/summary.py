@@ -5,7 +5,7 @@ import json
 import os
 from typing import Any
 
-__all__ = ["record", "figures", "show", "FIGURES_ENV"]
+__all__ = ["record", "show", "FIGURES_ENV"]
 
 FIGURES_ENV = "TPU_COURSE_FIGURES"
 _FIGURES: dict[str, tuple[Any, str]] = {}
@@ -40,11 +40,6 @@ def record(name: str, value: Any, unit: str = "", *, quiet: bool = False) -> Any
     if not quiet:
         print(f"[measured] {name}: {value}{(' ' + unit) if unit else ''}")
     return value
-
-
-def figures() -> dict[str, tuple[Any, str]]:
-    """All figures recorded in this kernel so far."""
-    return dict(_FIGURES)
 
 
 def show(title: str = "What you measured") -> str:

@@ -8,31 +8,26 @@ __all__ = ["paragraphs", "iter_paragraphs", "sentence", "VERSION"]
 
 VERSION = 1  # change when the generator's output changes (caches key on it)
 
-_NOUNS = ("system", "model", "data", "time", "value", "result", "process", "user", "file", "network", "number",
-          "student", "teacher", "city", "river", "market", "company", "letter", "garden", "window", "question",
-          "answer", "problem", "method", "table", "record", "report", "machine", "signal", "engine", "library",
-          "account", "payment", "card", "transfer", "device", "message", "station", "village", "mountain", "forest",
-          "island", "bridge", "road", "train", "ticket", "doctor", "patient", "story", "song", "picture", "paper",
-          "school", "office", "meeting", "program", "language", "word", "sentence", "book", "page", "chapter",
-          "teacher", "worker", "farmer", "engineer", "artist", "leader", "member", "family", "friend", "neighbour",
-          "season", "winter", "summer", "morning", "evening", "light", "sound", "colour", "shape", "size", "price",
-          "order", "package", "delivery", "service", "contract", "policy", "budget", "project", "plan", "idea",
-          "experiment", "measurement", "sample", "batch", "graph", "compiler", "kernel", "memory", "buffer",
-          "shard", "bucket", "token", "layer", "weight", "gradient", "device", "cluster", "replica", "core")
-_ADJECTIVES = ("new", "old", "small", "large", "simple", "complex", "quick", "slow", "bright", "dark", "early",
-               "late", "common", "rare", "useful", "careful", "important", "public", "private", "local", "global",
-               "static", "dynamic", "empty", "full", "long", "short", "warm", "cold", "quiet", "busy", "clear",
-               "exact", "different", "similar", "strong", "weak", "open", "closed", "first", "last", "next",
-               "main", "final", "single", "double", "ordinary", "special", "fixed", "random", "heavy", "light")
-_VERBS = ("reads", "writes", "builds", "opens", "closes", "checks", "measures", "finds", "keeps", "sends",
-          "receives", "changes", "holds", "starts", "stops", "moves", "shows", "follows", "needs", "uses",
-          "creates", "removes", "compiles", "trains", "loads", "saves", "counts", "compares", "explains",
-          "describes", "carries", "visits", "watches", "answers", "asks", "learns", "teaches", "pays", "orders")
-_ADVERBS = ("quickly", "slowly", "carefully", "often", "rarely", "always", "never", "again", "together",
-            "already", "still", "usually", "early", "later", "exactly", "clearly", "quietly", "simply")
-_PREPOSITIONS = ("in", "on", "near", "under", "over", "with", "without", "before", "after", "across", "through",
-                 "behind", "beside", "between", "from", "into", "for", "about", "along", "around")
-_CONNECTORS = ("and", "but", "so", "because", "while", "although", "when", "after", "before", "until")
+_NOUNS = tuple("""system model data time value result process user file network number student teacher city river
+    market company letter garden window question answer problem method table record report machine signal engine
+    library account payment card transfer device message station village mountain forest island bridge road train
+    ticket doctor patient story song picture paper school office meeting program language word sentence book page
+    chapter teacher worker farmer engineer artist leader member family friend neighbour season winter summer morning
+    evening light sound colour shape size price order package delivery service contract policy budget project plan
+    idea experiment measurement sample batch graph compiler kernel memory buffer shard bucket token layer weight
+    gradient device cluster replica core""".split())
+_ADJECTIVES = tuple("""new old small large simple complex quick slow bright dark early late common rare useful careful
+    important public private local global static dynamic empty full long short warm cold quiet busy clear exact
+    different similar strong weak open closed first last next main final single double ordinary special fixed random
+    heavy light""".split())
+_VERBS = tuple("""reads writes builds opens closes checks measures finds keeps sends receives changes holds starts
+    stops moves shows follows needs uses creates removes compiles trains loads saves counts compares explains
+    describes carries visits watches answers asks learns teaches pays orders""".split())
+_ADVERBS = tuple("""quickly slowly carefully often rarely always never again together already still usually early
+    later exactly clearly quietly simply""".split())
+_PREPOSITIONS = tuple("""in on near under over with without before after across through behind beside between from
+    into for about along around""".split())
+_CONNECTORS = tuple("""and but so because while although when after before until""".split())
 _OPENERS = ("Then", "Later", "Meanwhile", "Still", "However", "Often", "In the end", "At first", "Every day",
             "In winter", "On most days", "For a while")
 
