@@ -62,18 +62,12 @@ class _ProxyServer(socketserver.ThreadingTCPServer):
         self.config = config
         self.tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         self.tls.load_cert_chain(config["cert"], config["key"])
-        self._policy_mtime = -1.0
-        self._read_only: set[str] = set()
 
-    def read_only(self) -> set[str]:
+    def read_only(self) -> set[str]:  # the buckets LocalGCS.create_bucket(..., read_only=True) listed
         try:
-            mtime = os.stat(self.config["policy"]).st_mtime
-            if mtime != self._policy_mtime:
-                self._read_only = set(json.loads(Path(self.config["policy"]).read_text())["read_only"])
-                self._policy_mtime = mtime
+            return set(json.loads(Path(self.config["policy"]).read_text())["read_only"])
         except (OSError, ValueError, KeyError):
-            pass
-        return self._read_only
+            return set()
 
 
 def _private_address(ip: str) -> bool:

@@ -89,11 +89,10 @@ class LocalGCS:
         self._state: Path | None = None
         self._server: subprocess.Popen | None = None
         self._proxy: subprocess.Popen | None = None
-        self._saved_env: dict[str, str | None] = {}
-        self.http_port: int | None = None
+        self.http_port: int | None = None  # fake-gcs-server's, on 127.0.0.1
         self.proxy_port: int | None = None
-        self.ca_cert: Path | None = None  # our CA only
-        self.ca_bundle: Path | None = None  # our CA + the bundle in force before: CURL_CA_BUNDLE
+        self.ca_cert = self.ca_bundle = None  # our CA; ours + the bundle in force before (CURL_CA_BUNDLE)
+        self._saved_env: dict[str, str | None] = {}
         self._read_only: set[str] = set()
 
     @property
