@@ -32,14 +32,11 @@ def default_boundaries(max_length: int, smallest: int = 8) -> list[int]:
     return [smallest << k for k in range(64) if smallest << k < max_length] + [max_length]
 
 
-def _check_strategy(strategy: str) -> str:
+def _check_strategy(strategy: str) -> None:
     m = _MULTIPLE_RE.match(strategy)
-    if m and int(m.group(1)) < 1:
-        raise ValueError(f"{strategy!r}: pad to a multiple of at least 1 token (e.g. 'multiple_of_8')")
-    if strategy in ("longest", "buckets", "max_length") or m:
-        return strategy
-    raise ValueError(f"unknown padding strategy {strategy!r}: use 'longest', 'multiple_of_N' (e.g. "
-                     f"'multiple_of_32'), 'buckets' or 'max_length'")
+    if not (strategy in ("longest", "buckets", "max_length") or (m and int(m.group(1)) >= 1)):
+        raise ValueError(f"unknown padding strategy {strategy!r}: use 'longest', 'multiple_of_N' (a multiple of at "
+                         "least 1 token, e.g. 'multiple_of_32'), 'buckets' or 'max_length'")
 
 
 @dataclass(frozen=True)
@@ -158,8 +155,7 @@ class PaddingReport:
             title=f"{self.samples} samples, batch {self.batch_size}, max_length {self.max_length} "
                   f"({self.truncated_fraction:.1%} of tokens truncated)")
 
-    def __str__(self) -> str:
-        return self.table()
+    __str__ = table
 
 
 def padding_report(lengths: Sequence[int], batch_size: int, *, max_length: int,
@@ -171,8 +167,7 @@ def padding_report(lengths: Sequence[int], batch_size: int, *, max_length: int,
         raise ValueError(f"{lens.size} samples are fewer than one batch of {batch_size}: nothing to compare")
     results = {s: evaluate_strategy(lens, batch_size, s, max_length=max_length, boundaries=boundaries,
                                     drop_remainder=drop_remainder, seed=seed) for s in strategies}
-    total = int(lens.sum())
-    cut = int(np.maximum(lens - max_length, 0).sum())
+    cut, total = int(np.maximum(lens - max_length, 0).sum()), int(lens.sum())
     return PaddingReport(results, batch_size, max_length, int(lens.size), cut / total if total else 0.0)
 
 
@@ -184,9 +179,8 @@ def plot_padding_reports(reports: PaddingReport | Mapping[str, PaddingReport], a
         reports = {"": reports}
     fig, ax = plt.subplots(figsize=(7.5, 4.5)) if ax is None else (ax.figure, ax)
     for k, (name, rep) in enumerate(reports.items()):
-        marker = "os^Dv<>"[k % 7]
         label = f"{name} (batch {rep.batch_size}, max_length {rep.max_length})" if name else None
-        pts = ax.scatter([r.compilations for r in rep], [100 * r.padded_fraction for r in rep], marker=marker,
+        pts = ax.scatter([r.compilations for r in rep], [100 * r.padded_fraction for r in rep], marker="os^Dv<>"[k % 7],
                          s=55, label=label, zorder=3)
         # the "pad to a length" family (longest ... max_length) as one faint line; buckets stand alone
         family = [r for r in rep if r.strategy != "buckets"]
