@@ -52,14 +52,14 @@ def hub_reachable(timeout: float = 5.0) -> bool:
     return ok
 
 
-def _set_offline(value: bool) -> tuple[bool, bool]:
-    """Set datasets' and huggingface_hub's offline flags (both read the variables once, at import); the old values."""
+def _offline_flags(values: tuple[bool, bool]) -> tuple[bool, bool]:
+    """Set datasets' and huggingface_hub's offline flags (both read the variables once, at import); the old ones."""
     import datasets
     from huggingface_hub import constants
 
-    saved = (datasets.config.HF_HUB_OFFLINE, constants.HF_HUB_OFFLINE)
-    datasets.config.HF_HUB_OFFLINE = constants.HF_HUB_OFFLINE = value
-    return saved
+    old = (datasets.config.HF_HUB_OFFLINE, constants.HF_HUB_OFFLINE)
+    datasets.config.HF_HUB_OFFLINE, constants.HF_HUB_OFFLINE = values
+    return old
 
 
 @contextmanager
@@ -68,7 +68,7 @@ def hub_access(what: str, offline_choice: str, *, error: type[Exception] = HubUn
     becomes one `error` that says why and names `offline_choice` (e.g. "MODEL='tiny' ...")."""
     asked = hub_offline()
     local_only = asked or not hub_reachable()
-    saved = _set_offline(True) if local_only else None
+    saved = _offline_flags((True, True)) if local_only else None
     try:
         yield local_only
     except (HubUnavailableError, error):
@@ -84,7 +84,4 @@ def hub_access(what: str, offline_choice: str, *, error: type[Exception] = HubUn
         raise error(f"cannot load {what} from the Hugging Face Hub: {why}. {offline_choice}") from None
     finally:
         if saved is not None:
-            import datasets
-            from huggingface_hub import constants
-
-            datasets.config.HF_HUB_OFFLINE, constants.HF_HUB_OFFLINE = saved
+            _offline_flags(saved)
