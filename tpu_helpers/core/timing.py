@@ -65,8 +65,7 @@ class Benchmark:
               f"x vs {baseline}": f"{self.ratio(c.name, baseline):.1f}x"} for c in self.candidates),
             title=self.title)
 
-    def __str__(self) -> str:
-        return self.table()
+    __str__ = table
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -79,7 +78,7 @@ class Benchmark:
 
 
 def time_calls(fn: Callable[[], object], repeats: int, warmup_steps: int = 1) -> list[float]:
-    """Seconds per call of `fn`, `repeats` times, after `warmup_steps` untimed calls (the warm-up: compilation happens there)."""
+    """Seconds per call of `fn`, `repeats` times, after `warmup_steps` untimed calls (where compilation happens)."""
     for _ in range(warmup_steps):
         fn()
     out = []
