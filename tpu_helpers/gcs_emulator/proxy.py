@@ -112,9 +112,7 @@ class _ConnectHandler(BaseHTTPRequestHandler):
         host, _, port = self.path.rpartition(":")
         host = host.strip("[]").lower()
         if host in EMULATED_HOSTS or host.endswith(".storage.googleapis.com"):
-            self.send_response_only(200, "Connection established")
-            self.end_headers()
-            self.wfile.flush()
+            self._established()
             try:
                 tls = self.server.tls.wrap_socket(self.connection, server_side=True)
             except (ssl.SSLError, OSError) as e:
@@ -130,6 +128,11 @@ class _ConnectHandler(BaseHTTPRequestHandler):
             self._refuse(host, why)
             return
         self._relay(host, int(port or 443))
+
+    def _established(self) -> None:
+        self.send_response_only(200, "Connection established")
+        self.end_headers()
+        self.wfile.flush()
 
     def _refuse(self, host: str, why: str, status: int = 403) -> None:
         body = (f"tpu-course local GCS emulator: refusing to connect to {host}: {why}.\n" if status == 403
@@ -166,10 +169,7 @@ class _ConnectHandler(BaseHTTPRequestHandler):
             auth = f"Proxy-Authorization: Basic {base64.b64encode(pair.encode()).decode()}\r\n"
         sock.sendall(f"CONNECT {host}:{port} HTTP/1.1\r\nHost: {host}:{port}\r\n{auth}\r\n".encode())
         head = b""
-        while b"\r\n\r\n" not in head:
-            data = sock.recv(4096)
-            if not data:
-                break
+        while b"\r\n\r\n" not in head and (data := sock.recv(4096)):
             head += data
         status = head.split(b"\r\n", 1)[0].decode(errors="replace")
         if status.split()[1:2] != ["200"]:
@@ -189,9 +189,7 @@ class _ConnectHandler(BaseHTTPRequestHandler):
             through = f" through {urllib.parse.urlsplit(next_proxy).hostname}" if next_proxy else ""
             self._refuse(host, f"cannot reach {host}:{port}{through}: {e}", 502)
             return
-        self.send_response_only(200, "Connection established")
-        self.end_headers()
-        self.wfile.flush()
+        self._established()
         upstream.settimeout(None)
         self.connection.settimeout(None)
 
