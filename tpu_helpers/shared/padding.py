@@ -25,11 +25,9 @@ def round_up(n: int, multiple: int) -> int:
     return -(-int(n) // multiple) * multiple
 
 
-def default_boundaries(max_length: int, smallest: int = 8) -> list[int]:
-    """Bucket upper bounds: powers of two from ``smallest`` up to ``max_length`` (always included)."""
-    if smallest < 1 or max_length < 1:
-        raise ValueError(f"smallest ({smallest}) and max_length ({max_length}) must be at least 1 token")
-    return [smallest << k for k in range(64) if smallest << k < max_length] + [max_length]
+def default_boundaries(max_length: int) -> list[int]:
+    """Bucket upper bounds: 8, 16, 32, ... below ``max_length``, then ``max_length``."""
+    return [8 << k for k in range(64) if 8 << k < max_length] + [max_length]
 
 
 def _check_strategy(strategy: str) -> None:
@@ -62,8 +60,7 @@ class PaddedBatch:
 
 
 def padded_batches(lengths: Sequence[int], batch_size: int, strategy: str, *, max_length: int,
-                   boundaries: Sequence[int] | None = None, drop_remainder: bool = True,
-                   seed: int | None = None) -> list[PaddedBatch]:
+                   boundaries: Sequence[int] | None = None, seed: int | None = None) -> list[PaddedBatch]:
     """Batches of samples (in order, or shuffled with ``seed``; ``lengths`` before truncation), padded the ``strategy`` way."""
     _check_strategy(strategy)
     if batch_size < 1:
@@ -89,11 +86,8 @@ def padded_batches(lengths: Sequence[int], batch_size: int, strategy: str, *, ma
             if len(pending[bound]) == batch_size:
                 out.append(PaddedBatch(np.array(pending[bound]), bound, strategy, max_length))
                 pending[bound] = []
-        if not drop_remainder:
-            out += [PaddedBatch(np.array(v), b, strategy, max_length) for b, v in pending.items() if v]
-        return out
-    ends = range(batch_size, len(order) + (0 if drop_remainder else batch_size - 1) + 1, batch_size)
-    for idx in (order[end - batch_size:end] for end in ends):
+        return out  # partial batches are dropped, as drop_remainder=True does
+    for idx in (order[end - batch_size:end] for end in range(batch_size, len(order) + 1, batch_size)):
         longest = int(lens[idx].max())
         padded = (longest if strategy == "longest" else max_length if strategy == "max_length"
                   else round_up(longest, int(m.group(1))))
@@ -121,12 +115,10 @@ class StrategyResult:
 
 
 def evaluate_strategy(lengths: Sequence[int], batch_size: int, strategy: str, *, max_length: int,
-                      boundaries: Sequence[int] | None = None, drop_remainder: bool = True,
-                      seed: int | None = None) -> StrategyResult:
+                      boundaries: Sequence[int] | None = None, seed: int | None = None) -> StrategyResult:
     """Compilations and padded-token waste of one strategy (see `padded_batches` for the arguments)."""
     lens = np.minimum(np.asarray(lengths, dtype=np.int64), max_length)
-    batches = padded_batches(lengths, batch_size, strategy, max_length=max_length, boundaries=boundaries,
-                             drop_remainder=drop_remainder, seed=seed)
+    batches = padded_batches(lengths, batch_size, strategy, max_length=max_length, boundaries=boundaries, seed=seed)
     shapes = tuple(sorted({b.shape for b in batches}))
     real = int(sum(int(lens[b.indices].sum()) for b in batches))
     computed = int(sum(b.shape[0] * b.shape[1] for b in batches))
@@ -160,13 +152,13 @@ class PaddingReport:
 
 def padding_report(lengths: Sequence[int], batch_size: int, *, max_length: int,
                    strategies: Iterable[str] = DEFAULT_STRATEGIES, boundaries: Sequence[int] | None = None,
-                   drop_remainder: bool = True, seed: int | None = 0) -> PaddingReport:
+                   seed: int | None = 0) -> PaddingReport:
     """Several padding strategies on one distribution of token lengths, all in the order ``seed`` shuffles once."""
     lens = np.asarray(lengths, dtype=np.int64)
     if lens.size < batch_size:
         raise ValueError(f"{lens.size} samples are fewer than one batch of {batch_size}: nothing to compare")
-    results = {s: evaluate_strategy(lens, batch_size, s, max_length=max_length, boundaries=boundaries,
-                                    drop_remainder=drop_remainder, seed=seed) for s in strategies}
+    results = {s: evaluate_strategy(lens, batch_size, s, max_length=max_length, boundaries=boundaries, seed=seed)
+               for s in strategies}
     cut, total = int(np.maximum(lens - max_length, 0).sum()), int(lens.sum())
     return PaddingReport(results, batch_size, max_length, int(lens.size), cut / total if total else 0.0)
 
