@@ -96,7 +96,7 @@ def relay_refusal(host: str, relay_hosts: list[str] | tuple[str, ...]) -> str | 
     return None
 
 
-class _ConnectHandler(BaseHTTPRequestHandler):
+class _ConnectHandler(BaseHTTPRequestHandler):  # CONNECT only: any other method gets http.server's 501
     protocol_version = "HTTP/1.1"
     server: _ProxyServer
 
@@ -212,10 +212,6 @@ class _ConnectHandler(BaseHTTPRequestHandler):
         upstream.close()
         self.close_connection = True
 
-    def do_GET(self) -> None:  # a plain-HTTP proxy request: not offered
-        self._refuse(self.path, "this proxy only serves HTTPS (CONNECT)", 405)
-
-    do_POST = do_PUT = do_DELETE = do_HEAD = do_PATCH = do_GET
 
 
 class _GCSForwarder(BaseHTTPRequestHandler):
