@@ -7,11 +7,12 @@ import re
 import signal
 import socket
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
+
+from tpu_helpers.core.frameworks import framework_python
 
 __all__ = ["LOST_HOST_EXIT", "HostRun", "KillPlan", "free_ports", "tf_config", "torchrun_command", "child_environment",
            "run_hosts"]
@@ -81,8 +82,8 @@ def tf_config(ports: Sequence[int], index: int) -> str:
 
 def torchrun_command(node_rank: int, nnodes: int, port: int, module: str, args: Sequence[str] = (), *,
                      nproc_per_node: int = 1) -> list[str]:
-    """One host's ``torchrun`` command: static rendezvous at 127.0.0.1:`port`, `nproc_per_node` processes (one per chip)."""
-    return [sys.executable, "-m", "torch.distributed.run", f"--nnodes={nnodes}", f"--node-rank={node_rank}",
+    """One host's ``torchrun`` command in the PyTorch environment: static rendezvous at 127.0.0.1:`port`."""
+    return [framework_python("torch"), "-m", "torch.distributed.run", f"--nnodes={nnodes}", f"--node-rank={node_rank}",
             f"--nproc-per-node={nproc_per_node}", "--master-addr=127.0.0.1", f"--master-port={port}",
             "--max-restarts=0", "--module", module, *args]
 

@@ -70,6 +70,11 @@ def test_tf_config_and_torchrun_command():
     assert len(set(ports)) == 3
 
 
+def test_torchrun_runs_in_the_pytorch_environment(monkeypatch):
+    monkeypatch.setenv("TPU_COURSE_PYTHON_TORCH", "/envs/torch/bin/python")
+    assert hosts.torchrun_command(0, 2, 29500, "pkg.mod")[0] == "/envs/torch/bin/python"
+
+
 def test_child_environment_clears_what_the_host_decides(monkeypatch):
     for k, v in {"USE_TF": "0", "TF_CONFIG": "{}", "RANK": "3", "PATH": "/x"}.items():
         monkeypatch.setenv(k, v)
