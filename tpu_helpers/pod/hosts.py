@@ -14,9 +14,6 @@ from typing import Mapping, Sequence
 
 from tpu_helpers.core.frameworks import framework_python
 
-__all__ = ["LOST_HOST_EXIT", "HostRun", "KillPlan", "free_ports", "tf_config", "torchrun_command", "child_environment",
-           "run_hosts"]
-
 # what a parent process may have set that each host decides for itself
 _CLEARED = ("USE_TF", "USE_TORCH", "USE_TORCH_XLA", "TF_CONFIG", "RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR",
             "MASTER_PORT", "PJRT_DEVICE", "CPU_NUM_DEVICES", "XLA_FLAGS", "ACCELERATE_USE_CPU")
@@ -129,8 +126,7 @@ def _kill_group(proc: subprocess.Popen) -> None:
 
 def run_hosts(commands: Sequence[Sequence[str]], envs: Sequence[Mapping[str, str]], *, log_dir: str | os.PathLike,
               timeout_s: float, kill: KillPlan | None = None, after_kill_s: float = 90.0) -> list[HostRun]:
-    """Run one process group per host; past `timeout_s` kill all and raise. Once a host is killed (`kill`) or fails,
-    the others get `after_kill_s` to stop by themselves, else they are killed and marked ``hung``."""
+    """One process group per host; after a kill or failure the others get `after_kill_s`, then are marked ``hung``."""
     if len(commands) != len(envs):
         raise ValueError("one environment per command")
     log_dir = Path(log_dir)

@@ -220,7 +220,7 @@ def test_tf_worker_trains_saves_once_and_restores_in_one_process(tmp_path, tf):
     and its log by the chief, and a restore into a model with other initial weights."""
     import numpy as np
 
-    from tpu_helpers.mlm.shards import write_shards
+    from tpu_helpers.mlm.lesson_cells import write_shards
     from tpu_helpers.pod import tf_worker
 
     blocks = np.random.default_rng(0).integers(5, 60, size=(4 * 8, 16)).astype(np.int32)
@@ -246,7 +246,7 @@ def test_tf_worker_step_without_shard_names_returns_no_string_tensor(tmp_path, t
     replica with with_source=False, the value TPUStrategy gets."""
     import numpy as np
 
-    from tpu_helpers.mlm.shards import write_shards
+    from tpu_helpers.mlm.lesson_cells import write_shards
     from tpu_helpers.pod import tf_worker
 
     blocks = np.random.default_rng(1).integers(5, 60, size=(2 * 8, 16)).astype(np.int32)
