@@ -125,16 +125,10 @@ class CompilationCounter:
         if not functions or not all(isinstance(f, JitFunction) for f in functions):
             raise TypeError("CompilationCounter(step, ...) watches functions made with tpu_helpers.xla_tf.counters.jit")
         self.functions = functions
-        self.compilations = self.traces = self.calls = self.cache_hits = 0
-        self.per_function: dict[str, dict[str, int]] = {}
-        self._start = [self._read(f) for f in functions]
-
-    @staticmethod
-    def _read(f: JitFunction) -> tuple[int, int, int]:
-        return f.traces, f.compilations, f.calls
+        self.__enter__().update()
 
     def __enter__(self) -> "CompilationCounter":
-        self._start = [self._read(f) for f in self.functions]
+        self._start = [(f.traces, f.compilations, f.calls) for f in self.functions]
         return self
 
     def __exit__(self, *exc) -> None:
@@ -142,17 +136,14 @@ class CompilationCounter:
 
     def update(self) -> "CompilationCounter":
         """Refresh the differences now (also usable inside the ``with`` block)."""
-        self.per_function = {}
-        totals = [0, 0, 0]
+        self.per_function: dict[str, dict[str, int]] = {}
         for f, start in zip(self.functions, self._start):
-            now = self._read(f)
-            d = [a - b for a, b in zip(now, start)]
+            d = dict(zip(("traces", "compilations", "calls"), (f.traces - start[0], f.compilations - start[1],
+                                                                 f.calls - start[2])))
             name = getattr(f.python_function, "__name__", repr(f))
-            if name in self.per_function:  # two lambdas, say: keep both
-                name = f"{name}#{len(self.per_function) + 1}"
-            self.per_function[name] = {"traces": d[0], "compilations": d[1], "calls": d[2]}
-            totals = [t + x for t, x in zip(totals, d)]
-        self.traces, self.compilations, self.calls = totals
+            self.per_function[name if name not in self.per_function else f"{name}#{len(self.per_function) + 1}"] = d
+        self.traces, self.compilations, self.calls = (sum(d[k] for d in self.per_function.values())
+                                                      for k in ("traces", "compilations", "calls"))
         self.cache_hits = max(self.calls - self.compilations, 0)
         return self
 
