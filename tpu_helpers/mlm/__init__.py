@@ -1,6 +1,3 @@
-"""Notebook 04, a RoBERTa masked LM from scratch in TensorFlow: the corpus (`corpus`, `sources`), bucket checks
-(`gcs`), shard verification (`shards`), the pipelines it is compared with (`baselines`), what training reads
-(`training`, `claims`); the lesson itself (tokenizer, blocks, shards, pipeline, training) is in the notebook's cells
-tagged ``save``, generated into `lesson_cells`."""
-FRAMEWORK = 'tf'  # the framework this package's modules may import (tests/conventions enforce it)
+"""Notebook 04, a RoBERTa masked LM from scratch in TensorFlow (the lesson itself: `lesson_cells`)."""
+FRAMEWORK = 'tf'  # the one framework this package may import
 NOTEBOOK = '04_mlm_from_scratch_tensorflow'

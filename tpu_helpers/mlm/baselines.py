@@ -23,7 +23,6 @@ def to_tf_dataset_baseline(blocks: np.ndarray, tokenizer: Any, *, batch_size: in
                             shuffle=shuffle, collate_fn=collator, drop_remainder=True)
 
 
-
 def per_record_baseline(folder: str, spec: MaskingSpec, *, batch_size: int, block_size: int = 128,
                         shuffle: bool = True, shuffle_buffer: int = 10_000, mlm_probability: float = 0.15,
                         repeat: bool = False):
@@ -54,36 +53,26 @@ def per_record_baseline(folder: str, spec: MaskingSpec, *, batch_size: int, bloc
 def compare_pipelines(pipelines: Mapping[str, Callable[[], Any]], *, rounds: int = 3, seconds: float = 1.0,
                       warmup_steps: int = 3, progress: bool = False) -> Benchmark:
     """samples/s of several ``tf.data`` pipelines, timed in interleaved rounds; baseline the slowest."""
-    iterators: dict[str, Any] = {}
-    batch = 0
-    for name, make in pipelines.items():
-        it = iter(make())
+    from tqdm.auto import tqdm
+
+    def rows(x) -> int:  # a batch, or a (features, labels) pair
+        return int((x[0] if isinstance(x, tuple) else x)["input_ids"].shape[0])
+
+    iterators = {name: iter(make()) for name, make in pipelines.items()}
+    for it in iterators.values():
         for _ in range(warmup_steps):
-            first = next(it)
-        x = first[0] if isinstance(first, tuple) else first
-        batch = int(x["input_ids"].shape[0])
-        iterators[name] = it
+            batch = rows(next(it))
     values: dict[str, list[float]] = {name: [] for name in pipelines}
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
-        bar = tqdm(total=rounds * len(pipelines), desc="measuring pipelines", unit="run")
-    for _ in range(rounds):
-        for name, it in iterators.items():
-            samples = 0
-            start = time.perf_counter()
-            while True:
-                x = next(it)
-                x = x[0] if isinstance(x, tuple) else x
-                samples += int(x["input_ids"].shape[0])
-                elapsed = time.perf_counter() - start
-                if elapsed >= seconds:
-                    break
-            values[name].append(samples / elapsed)
-            if bar is not None:
+    with tqdm(total=rounds * len(pipelines), desc="measuring pipelines", unit="run", disable=not progress) as bar:
+        for _ in range(rounds):
+            for name, it in iterators.items():
+                samples, start = 0, time.perf_counter()
+                while True:
+                    samples += rows(next(it))
+                    if (elapsed := time.perf_counter() - start) >= seconds:
+                        break
+                values[name].append(samples / elapsed)
                 bar.update(1)
-    if bar is not None:
-        bar.close()
     bench = Benchmark("pipelines", f"input pipelines, batch {batch}, {rounds} rounds of {seconds:g} s each",
                       [Candidate(name, v, "samples/s") for name, v in values.items()], baseline="")
     bench.baseline = min(bench.medians, key=bench.medians.get)

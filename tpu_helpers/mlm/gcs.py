@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import os
-import posixpath
 import re
 import time
 import urllib.error
@@ -15,19 +14,9 @@ from typing import Mapping
 from tpu_helpers.core.network import why_unreachable
 from tpu_helpers.core.runtime import Runtime, detect_runtime
 
-
-def is_gcs_path(path: str | os.PathLike[str]) -> bool:
-    return str(path).startswith("gs://")
-
-
 # Cloud Storage bucket names: 3-63 characters (up to 222 with dots, each part at most 63), lower-case letters,
 # digits, "-", "_" and "."; first and last a letter or digit (https://cloud.google.com/storage/docs/buckets#naming).
 _BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]$")
-
-
-def looks_like_gcs(path: str | os.PathLike[str]) -> bool:
-    """Anything starting with ``gs:`` (any case) is meant as Cloud Storage: a URL or an error."""
-    return str(path)[:3].lower() == "gs:"
 
 
 def split_gcs_path(url: str | os.PathLike[str]) -> tuple[str, str]:
@@ -35,7 +24,7 @@ def split_gcs_path(url: str | os.PathLike[str]) -> tuple[str, str]:
     url = str(url)
     expected = "expected gs://BUCKET/optional/prefix"
     if not url.startswith("gs://"):
-        fix = f"write it as gs://{url[3:].lstrip('/')}" if looks_like_gcs(url) else expected
+        fix = f"write it as gs://{url[3:].lstrip('/')}" if url[:3].lower() == "gs:" else expected
         raise ValueError(f"not a gs:// URL: {url!r} ({fix})")
     bucket, _, prefix = url[5:].partition("/")
     if not bucket:
@@ -45,12 +34,6 @@ def split_gcs_path(url: str | os.PathLike[str]) -> tuple[str, str]:
             f"{bucket!r} is not a valid bucket name: 3-63 characters, lower-case letters, digits, '-', '_' and '.', "
             "starting and ending with a letter or digit (https://cloud.google.com/storage/docs/buckets#naming)")
     return bucket, prefix.strip("/")
-
-
-def join(base: str | os.PathLike[str], *parts: str) -> str:
-    """Join path parts, with ``/`` for ``gs://``."""
-    base = str(base)
-    return posixpath.join(base, *parts) if is_gcs_path(base) else os.path.join(base, *parts)
 
 
 def using_emulator(env: Mapping[str, str] | None = None) -> bool:
@@ -65,7 +48,7 @@ def require_gcs_path(path: str | os.PathLike[str], runtime: Runtime | None = Non
     runtime = runtime or detect_runtime(env)
     path = str(path)
     if runtime.is_tpu_node:
-        if not is_gcs_path(path):
+        if not path.startswith("gs://"):
             raise ValueError(
                 f"{what} is at the local path {path!r}, but this runtime's TPU is a TPU Node ({runtime.tpu_address}): "
                 "a separate machine that reads training data from gs:// (or from tensors sent with the graph), "
@@ -77,13 +60,6 @@ def require_gcs_path(path: str | os.PathLike[str], runtime: Runtime | None = Non
                 "cannot reach this machine's 127.0.0.1. Stop the emulator (gcs.stop(), then restart the kernel) and "
                 "use a real bucket.")
     return path
-
-
-def _adc_file(env: Mapping[str, str], home: Path) -> Path:
-    config = env.get("CLOUDSDK_CONFIG")
-    base = Path(config) if config else (Path(env["APPDATA"]) / "gcloud" if os.name == "nt" and env.get("APPDATA")
-                                        else home / ".config" / "gcloud")
-    return base / "application_default_credentials.json"
 
 
 def _metadata_server_answers(timeout: float) -> bool:
@@ -139,7 +115,8 @@ def find_credentials(env: Mapping[str, str] | None = None, *, home: str | os.Pat
             return f"the credentials file GOOGLE_APPLICATION_CREDENTIALS={named}"
         raise RuntimeError(f"GOOGLE_APPLICATION_CREDENTIALS={named} but there is no such file: fix the path "
                                  f"or unset it; then {_login_hint(runtime)}.")
-    adc = _adc_file(env, home)
+    config = env.get("CLOUDSDK_CONFIG")
+    adc = (Path(config) if config else home / ".config" / "gcloud") / "application_default_credentials.json"
     if adc.is_file():
         return f"gcloud application-default credentials ({adc})"
     if str(env.get("NO_GCE_CHECK", "")).lower() != "true" and check_metadata and _metadata_server_answers(metadata_timeout):
@@ -166,10 +143,6 @@ class BucketCheck:
         return f"{self.url}: {access} ({where}; credentials: {self.credentials}; checked in {self.seconds:.2f} s)"
 
 
-def _is(exc: BaseException, *names: str) -> bool:
-    return type(exc).__name__ in names
-
-
 def check_bucket(url: str | os.PathLike[str], *, write: bool = True, runtime: Runtime | None = None,
                  env: Mapping[str, str] | None = None) -> BucketCheck:
     """Check that `url` (``gs://bucket/prefix`` or a local folder) is readable and, with `write`, writable."""
@@ -177,13 +150,13 @@ def check_bucket(url: str | os.PathLike[str], *, write: bool = True, runtime: Ru
     env = os.environ if env is None else env
     runtime = runtime or detect_runtime(env)
     url = str(url)
-    if looks_like_gcs(url):
+    if url[:3].lower() == "gs:":
         split_gcs_path(url)  # a clear error for gs:/x, GS://x, gs:// or a bad bucket name, before anything is created
     url = url.rstrip("/")
     require_gcs_path(url, runtime, what="this location", env=env)
     import tensorflow as tf
 
-    if not is_gcs_path(url):
+    if not url.startswith("gs://"):
         tf.io.gfile.makedirs(url)
         if write and not os.access(url, os.W_OK):
             raise RuntimeError(f"the local folder {url} is not writable: choose another folder")
@@ -205,7 +178,7 @@ def check_bucket(url: str | os.PathLike[str], *, write: bool = True, runtime: Ru
     try:
         exists = tf.io.gfile.exists(f"gs://{bucket}")
     except tf.errors.OpError as e:
-        if _is(e, "PermissionDeniedError", "UnauthenticatedError"):
+        if isinstance(e, (tf.errors.PermissionDeniedError, tf.errors.UnauthenticatedError)):
             raise RuntimeError(
                 f"gs://{bucket}: access denied with {credentials} ({e.message.splitlines()[0][:200]}). The bucket may "
                 "belong to another project, or your account lacks roles/storage.objectViewer (read) and "
@@ -220,14 +193,14 @@ def check_bucket(url: str | os.PathLike[str], *, write: bool = True, runtime: Ru
     writable = False
     if write:
         folder = f"gs://{bucket}/{prefix}" if prefix else f"gs://{bucket}"
-        probe = join(folder, f".tpu-course-write-probe-{uuid.uuid4().hex[:12]}")
+        probe = f"{folder}/.tpu-course-write-probe-{uuid.uuid4().hex[:12]}"
         try:
             with tf.io.gfile.GFile(probe, "w") as f:
                 f.write("tpu-course write probe: safe to delete\n")
             tf.io.gfile.remove(probe)
             writable = True
         except tf.errors.OpError as e:
-            if _is(e, "PermissionDeniedError", "UnauthenticatedError"):
+            if isinstance(e, (tf.errors.PermissionDeniedError, tf.errors.UnauthenticatedError)):
                 raise RuntimeError(
                     f"gs://{bucket} exists but {credentials} may not write to it "
                     f"({e.message.splitlines()[0][:200]}). Grant roles/storage.objectAdmin on the bucket "

@@ -1,4 +1,4 @@
-"""Checking TFRecord shards against their manifest (size, record framing, sha256)."""
+"""Checking TFRecord shards against their manifest (size, record framing, sha256): `verify_shards`."""
 from __future__ import annotations
 
 import hashlib
@@ -8,17 +8,7 @@ import struct
 from dataclasses import dataclass
 
 from tpu_helpers.core.frameworks import import_tensorflow
-from tpu_helpers.mlm.lesson_cells import (  # noqa: F401
-    FEATURE,
-    MANIFEST_NAME,
-    SHARD_NAME,
-    Manifest,
-    ShardInfo,
-    ShardReport,
-    read_manifest,
-    shard_name,
-    write_shards,
-)
+from tpu_helpers.mlm.lesson_cells import MANIFEST_NAME, SHARD_NAME, read_manifest
 
 
 def records_in_name(name: str) -> int | None:
@@ -33,8 +23,7 @@ def count_tfrecords(data: bytes) -> int:
     while pos < n:
         if pos + 12 > n:
             raise RuntimeError(f"truncated record header at byte {pos} of {n}")
-        (length,) = struct.unpack_from("<Q", data, pos)
-        end = pos + 12 + length + 4
+        end = pos + 12 + struct.unpack_from("<Q", data, pos)[0] + 4
         if end > n:
             raise RuntimeError(f"record {count} needs {end} bytes, the file has {n}: truncated")
         pos, count = end, count + 1
@@ -51,12 +40,6 @@ class VerifyReport:
     @property
     def all_ok(self) -> bool:
         return not self.problems
-
-    def raise_for_problems(self) -> None:
-        if self.problems:
-            raise RuntimeError(f"{len(self.problems)} problem(s) in {self.shard_dir}:\n  - "
-                                         + "\n  - ".join(self.problems)
-                                         + "\nFix: rerun write_shards() (it rewrites only what does not verify).")
 
     def __str__(self) -> str:
         state = "all verified" if self.all_ok else f"{len(self.problems)} problem(s)"

@@ -1,5 +1,4 @@
-"""Checks of notebook 08's exercises by what the learner's function does: `check_shards_for_host` and
-`check_slice_layout` (against `slices`)."""
+"""Checks of notebook 08's exercises: `check_shards_for_host`, `check_slice_layout` (against `slices`)."""
 from __future__ import annotations
 
 import random
@@ -7,8 +6,6 @@ from typing import Callable, Mapping, Sequence
 
 from tpu_helpers.core.exercises import CheckResult, answer_for, call_answer, run_check, short
 from tpu_helpers.pod.slices import slice_layout as reference_layout
-
-__all__ = ["check_shards_for_host", "check_slice_layout", "LAYOUT_CASES"]
 
 answer = answer_for(__package__)  # the notebook's answers, or this package's solutions.py when solutions are on
 
@@ -34,8 +31,7 @@ def _refuses(fn: Callable, arg, what: str, otherwise: str) -> None:
 
 def check_shards_for_host(shards_for_host: Callable, observed: Mapping[int, Sequence[str]] | None = None,
                           shards: Sequence[str] | None = None) -> CheckResult:
-    """Every shard read by exactly one host, balanced, whatever each host's listing order; a ValueError for fewer
-    shards than hosts; and, given ``observed``, the rehearsal hosts' own shards."""
+    """Each shard read by one host, balanced, in any listing order; too few shards refused; `observed` agrees."""
     def body() -> str:
         rng = random.Random(8)
         for count, hosts in ((8, 2), (7, 2), (16, 4), (5, 4), (4, 4), (3, 1)):

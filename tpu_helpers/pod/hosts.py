@@ -7,14 +7,12 @@ import re
 import signal
 import socket
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
 
-__all__ = ["LOST_HOST_EXIT", "HostRun", "KillPlan", "free_ports", "tf_config", "torchrun_command", "child_environment",
-           "run_hosts"]
+from tpu_helpers.core.frameworks import framework_python
 
 # what a parent process may have set that each host decides for itself
 _CLEARED = ("USE_TF", "USE_TORCH", "USE_TORCH_XLA", "TF_CONFIG", "RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR",
@@ -81,8 +79,8 @@ def tf_config(ports: Sequence[int], index: int) -> str:
 
 def torchrun_command(node_rank: int, nnodes: int, port: int, module: str, args: Sequence[str] = (), *,
                      nproc_per_node: int = 1) -> list[str]:
-    """One host's ``torchrun`` command: static rendezvous at 127.0.0.1:`port`, `nproc_per_node` processes (one per chip)."""
-    return [sys.executable, "-m", "torch.distributed.run", f"--nnodes={nnodes}", f"--node-rank={node_rank}",
+    """One host's ``torchrun`` command in the PyTorch environment: static rendezvous at 127.0.0.1:`port`."""
+    return [framework_python("torch"), "-m", "torch.distributed.run", f"--nnodes={nnodes}", f"--node-rank={node_rank}",
             f"--nproc-per-node={nproc_per_node}", "--master-addr=127.0.0.1", f"--master-port={port}",
             "--max-restarts=0", "--module", module, *args]
 
@@ -128,8 +126,7 @@ def _kill_group(proc: subprocess.Popen) -> None:
 
 def run_hosts(commands: Sequence[Sequence[str]], envs: Sequence[Mapping[str, str]], *, log_dir: str | os.PathLike,
               timeout_s: float, kill: KillPlan | None = None, after_kill_s: float = 90.0) -> list[HostRun]:
-    """Run one process group per host; past `timeout_s` kill all and raise. Once a host is killed (`kill`) or fails,
-    the others get `after_kill_s` to stop by themselves, else they are killed and marked ``hung``."""
+    """One process group per host; after a kill or failure the others get `after_kill_s`, then are marked ``hung``."""
     if len(commands) != len(envs):
         raise ValueError("one environment per command")
     log_dir = Path(log_dir)

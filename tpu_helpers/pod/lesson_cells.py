@@ -34,7 +34,7 @@ def make_dataset_fn(job: dict, shard_files: list[str], *, with_source: bool = Tr
     `with_source` each example also carries its shard's name (a string: off a TPU only, TPUs take no strings)."""
     import tensorflow as tf
 
-    from tpu_helpers.mlm.pipeline import MaskingSpec, mask_tokens  # notebook 04's masking
+    from tpu_helpers.mlm.lesson_cells import MaskingSpec, mask_tokens  # notebook 04's masking
 
     spec = MaskingSpec(**job["masking"])
     block = int(job["block_size"])

@@ -3,14 +3,11 @@ from __future__ import annotations
 
 from typing import Sequence, TypeVar
 
-__all__ = ["shards_for_pipeline"]
-
 T = TypeVar("T")
 
 
 def shards_for_pipeline(shards: Sequence[T], pipeline_id: int, num_pipelines: int) -> list[T]:
-    """Every `num_pipelines`-th shard of the sorted list, from `pipeline_id` on: disjoint shares covering every shard
-    whatever order a host listed them in; a ValueError when a host would get nothing to read."""
+    """Every `num_pipelines`-th shard of the sorted list from `pipeline_id` on; a ValueError if one gets none."""
     if num_pipelines < 1 or not 0 <= pipeline_id < num_pipelines:
         raise ValueError(f"pipeline {pipeline_id} of {num_pipelines}: the id must be in 0..{num_pipelines - 1}")
     if len(shards) < num_pipelines:

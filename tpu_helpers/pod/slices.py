@@ -1,14 +1,10 @@
-"""Multi-host TPU slices: chips, workers and replicas of a slice name (checked against `SOURCES` in `CHECKED`), and
-the gcloud commands that run one program on every worker."""
+"""Multi-host TPU slices: chips, workers and replicas of a slice name (`SOURCES`), and their gcloud commands."""
 from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass
 
 from tpu_helpers.core.runtime import _DEVICES_PER_CHIP, parse_accelerator_type, slice_hosts
-
-__all__ = ["CHECKED", "SOURCES", "SliceLayout", "slice_layout", "create_command",
-           "on_every_worker", "queued_resource_commands", "delete_commands", "NAMED_SLICES"]
 
 CHECKED = "2026-11"
 SOURCES = {

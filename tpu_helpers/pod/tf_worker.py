@@ -1,8 +1,4 @@
-"""Notebook 08's TensorFlow script: notebook 04's masked LM on several hosts (a slice, or the local rehearsal), with
-notebook 08's saved cells; the chief alone keeps the checkpoint and log.
-
-    python -m tpu_helpers.pod.tf_worker --job gs://BUCKET/pod/job.json [--tpu NAME] [--report FOLDER]
-"""
+"""Notebook 08's TensorFlow script: notebook 04's masked LM on several hosts; the chief keeps checkpoint and log."""
 from __future__ import annotations
 
 import argparse
@@ -19,15 +15,6 @@ from tpu_helpers.core.files import write_json_atomic
 from tpu_helpers.core.frameworks import import_tensorflow, use_framework
 from tpu_helpers.pod.hosts import LOST_HOST_EXIT
 from tpu_helpers.pod.lesson_cells import make_dataset_fn, make_strategy, make_train_step  # notebook 08's cell
-
-__all__ = ["main", "weights_digest", "load_job", "restore_digest"]
-
-
-def load_job(path: str) -> dict[str, Any]:
-    """The job description notebook 08 writes next to the data (``job.json``, local or ``gs://``)."""
-    tf = import_tensorflow()
-    with tf.io.gfile.GFile(path, "r") as f:
-        return json.loads(f.read())
 
 
 def weights_digest(variables: Sequence[Any]) -> int:
@@ -121,7 +108,7 @@ def restore_digest(job: dict[str, Any], checkpoint: str) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tpu_helpers.pod.tf_worker", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m tpu_helpers.pod.tf_worker", description=__doc__)
     parser.add_argument("--job", required=True, help="job.json written by notebook 08 (gs:// or local)")
     parser.add_argument("--tpu", help="a TPU slice's name: TPUClusterResolver finds its hosts (omit: TF_CONFIG)")
     parser.add_argument("--report", help="a local folder for this host's evidence (host-<task>.json)")
@@ -133,7 +120,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     use_framework("tf")  # before transformers is imported
     tf = import_tensorflow()
-    job = load_job(args.job)
+    with tf.io.gfile.GFile(args.job) as f:  # the job notebook 08 wrote next to the data
+        job = json.loads(f.read())
     strategy = make_strategy(args.tpu, args.collective_timeout)
     try:
         train(job, strategy, steps=args.steps or int(job["steps"]), report_dir=args.report, sleep_s=args.sleep)

@@ -35,8 +35,7 @@ def slice_info(name: str) -> SliceInfo:
 
 
 def split_batch(batch: int, replicas: int) -> list[int]:
-    """How ``tf.distribute`` splits a batch: ``ceil(batch / replicas)`` each until it runs out (10 over 8 ->
-    [2,2,2,2,2,0,0,0]; measured on TF 2.20 with ``experimental_distribute_dataset``)."""
+    """How ``tf.distribute`` splits a batch: ``ceil(batch / replicas)`` each until it runs out (TF 2.20)."""
     if replicas < 1 or batch < 0:
         raise ValueError("need replicas >= 1 and batch >= 0")
     each = math.ceil(batch / replicas) if batch else 0
@@ -137,8 +136,7 @@ def batch_table(per_replica_batch: int, dataset_size: int, slices: Iterable[str]
 
 # ------------------------------------------------------------------------------ what the replicas saw
 def replica_batch_shapes(strategy: Any, dataset: Any, steps: int | None = None) -> list[list[tuple[tuple[int, ...], ...]]]:
-    """Per step and replica, the shapes (``tf.nest.flatten`` order) of the batch that replica received from
-    ``experimental_distribute_dataset``, read inside a ``tf.function`` as Keras does; `steps`: the cardinality."""
+    """Per step and replica, the shapes of the batch each replica received (read in a tf.function)."""
     import tensorflow as tf
 
     steps = int(dataset.cardinality()) if steps is None else steps

@@ -1,13 +1,10 @@
-"""The TPU-readiness checklist of notebooks 03 and 04: variables made outside the strategy's scope, replicas whose
-copies of a variable differ, the ``jit_compile`` decision, batches a TPU can shard, and a pipeline a TPU can read."""
+"""The TPU-readiness checklist of notebooks 03 and 04: scope, replicas in sync, jit_compile, static, pure data."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
 from tpu_helpers.xla_tf.jit_rule import jit_compile_for, strategy_kind
-
-__all__ = ["variables_outside_scope", "unsynced_variables", "CheckItem", "tpu_checklist", "format_checklist"]
 
 
 def variables_outside_scope(strategy: Any, variables: Iterable[Any]) -> list[str]:
@@ -17,8 +14,7 @@ def variables_outside_scope(strategy: Any, variables: Iterable[Any]) -> list[str
 
 
 def unsynced_variables(strategy: Any, variables: Iterable[Any]) -> list[str]:
-    """Names of the variables without one identical copy per replica (mirrored ones: weights, optimizer state;
-    sync-on-read ones, Keras metrics' accumulators, differ by design)."""
+    """Names of the variables without one identical copy per replica (metrics' accumulators differ by design)."""
     import numpy as np
 
     replicas = strategy.num_replicas_in_sync
@@ -46,8 +42,7 @@ class CheckItem:
 
 
 def tpu_checklist(strategy: Any, model: Any = None, dataset: Any = None, xla_trained: bool | None = None) -> list[CheckItem]:
-    """The closing checklist of Hugging Face's TPU guide, on your objects: variables made in the scope, a pure,
-    static pipeline without local files, ``jit_compile`` as `jit_compile_for` says; `xla_trained`: None, not checked."""
+    """The closing checklist of Hugging Face's TPU guide, on your objects (`xla_trained` None: not checked)."""
     from tpu_helpers.tpu_tf.purity import inspect_pipeline, unknown_dims
 
     items = []

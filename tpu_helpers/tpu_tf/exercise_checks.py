@@ -7,17 +7,8 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from tpu_helpers.core.exercises import (
-    CheckResult,
-    NotAttempted,
-    answer_for,
-    call_answer,
-    run_check,
-    short,
-)
+from tpu_helpers.core.exercises import CheckResult, NotAttempted, answer_for, call_answer, run_check, short
 from tpu_helpers.tpu_tf.batches import plan_batches, slice_info
-
-__all__ = ["SLICES", "check_global_batch_and_steps", "check_node_ready_dataset"]
 
 answer = answer_for(__package__)  # the notebook's answers, or this package's solutions.py when solutions are on
 

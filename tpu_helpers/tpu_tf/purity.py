@@ -1,13 +1,9 @@
-"""Can a TPU Node run this input pipeline? `inspect_pipeline` walks a dataset's serialised graph (``DatasetToGraphV2``,
-what TensorFlow ships to another worker) for Python callbacks and local files (a Node's host reads ``gs://`` only),
-found as tf.data finds a pipeline's assets (``FileIdentity`` nodes, ``tensorflow/python/data/ops/dataset_ops.py``)."""
+"""Can a TPU Node run this pipeline? `inspect_pipeline` reads its serialised graph for Python ops and local files."""
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
-
-__all__ = ["Finding", "PipelineReport", "inspect_pipeline", "unknown_dims", "EXPLANATIONS", "PY_OPS"]
 
 PY_OPS = {"PyFunc": "numpy_function", "PyFuncStateless": "numpy_function", "EagerPyFunc": "py_function"}
 FILE_DATASET_OPS = {"TFRecordDataset", "TFRecordDatasetV2", "TextLineDataset", "FixedLengthRecordDataset",

@@ -1,5 +1,4 @@
-"""Notebook 03's `make_strategy` for this runtime with a fix for every known failure (TensorFlow 2.20's
-``tpu_cluster_resolver.py``, ``tpu/client/client.py``, libtpu's one-process lock): `get_strategy`, `check_replicas`."""
+"""Notebook 03's `make_strategy` for this runtime, every known failure explained: `get_strategy`, `check_replicas`."""
 from __future__ import annotations
 
 import os
@@ -10,9 +9,6 @@ from tpu_helpers.core.profiles import PROFILES
 from tpu_helpers.core.runtime import Runtime, detect_runtime
 from tpu_helpers.core.tpu_lock import LIBTPU_LOCKFILE, held_message, libtpu_lock_holder
 from tpu_helpers.xla_tf.jit_rule import strategy_kind
-
-__all__ = ["TF_TPU_INSTALL", "tpu_to_connect", "explain_tpu_error", "get_strategy", "describe_strategy",
-           "check_replicas"]
 
 # The TPU build, installed the way the notebooks' install cell does it (tools/install_plan.py owns the plan).
 TF_TPU_INSTALL = ("pip uninstall -y tensorflow tensorflow-cpu && pip install tensorflow-tpu==2.20.0 libtpu==0.0.14 "
@@ -26,8 +22,7 @@ def _error(problem: str, fix: str) -> RuntimeError:
 
 
 def tpu_to_connect(runtime: Runtime, tpu: str | None = None, env: Mapping[str, str] | None = None) -> str | None:
-    """The ``tpu=`` for ``TPUClusterResolver``: `tpu` if given, "local" on a TPU VM, a TPU Node's grpc:// address, a
-    Cloud TPU named by ``TPU_NAME``; None when there is no TPU to connect to."""
+    """``tpu=`` for ``TPUClusterResolver``: `tpu`, 'local' on a TPU VM, a Node's address, ``TPU_NAME``, or None."""
     if tpu:
         return tpu
     if runtime.is_tpu_vm:
@@ -106,8 +101,7 @@ def describe_strategy(strategy: Any, runtime: Runtime | None = None) -> str:
 
 
 def check_replicas(strategy: Any, requested: int | None, quiet: bool = False) -> int:
-    """The strategy's ``num_replicas_in_sync``: on a CPU it must equal the ``REPLICAS`` parameter `requested`
-    (RuntimeError otherwise); on a TPU or GPUs the hardware decides (a line says so). None: unchecked."""
+    """``num_replicas_in_sync``; on a CPU it must equal `requested` (REPLICAS), elsewhere the hardware decides."""
     n = int(strategy.num_replicas_in_sync)
     if requested is None or n == requested:
         return n
@@ -124,11 +118,7 @@ def check_replicas(strategy: Any, requested: int | None, quiet: bool = False) ->
 def get_strategy(runtime: Runtime | None = None, *, profile: Any = None, tpu: str | None = None,
                  zone: str | None = None, project: str | None = None, cpu_replicas: int | None = None,
                  env: Mapping[str, str] | None = None, quiet: bool = False) -> Any:
-    """Notebook 03's `make_strategy` for this runtime (`tpu_to_connect`), a known failure explained; prints one line.
-
-    profile "tpu" without a TPU raises before TensorFlow is touched; `cpu_replicas` (no TPU or GPU) simulates that
-    many replicas and must come before anything else uses TensorFlow. `env`: ``os.environ`` when None.
-    """
+    """Notebook 03's `make_strategy` for this runtime, a known failure explained; prints one line."""
     from tpu_helpers.tpu_tf.lesson_cells import make_strategy
 
     env = os.environ if env is None else env

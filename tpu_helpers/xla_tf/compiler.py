@@ -1,5 +1,4 @@
-"""What XLA makes of a TensorFlow function (notebook 01): does it compile and why not (`check_xla`), its program's
-size and shapes before and after optimisation (`compiled_ir_stats`)."""
+"""What XLA makes of a TensorFlow function: does it compile, and why not (`check_xla`); its program (`compiled_ir_stats`)."""
 from __future__ import annotations
 
 import re
@@ -7,8 +6,6 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from tpu_helpers.xla_tf.placement import on_xla_device
-
-__all__ = ["XlaCheck", "check_xla", "IrStats", "compiled_ir_stats"]
 
 
 @dataclass(frozen=True)
@@ -47,8 +44,7 @@ def _why(error: BaseException) -> str:
 
 
 def check_xla(fn: Callable, *args, autograph: bool = True, **kwargs) -> XlaCheck:
-    """Compile ``fn`` with ``tf.function(jit_compile=True, autograph=autograph)`` and run it (`on_xla_device`): an
-    `XlaCheck` with the result, or the error's class and the line that says why."""
+    """Compile ``fn`` with ``tf.function(jit_compile=True)`` and run it (`on_xla_device`): an `XlaCheck`."""
     import tensorflow as tf
 
     compiled = tf.function(fn, jit_compile=True, autograph=autograph)
@@ -83,8 +79,7 @@ _SHAPE_RE = re.compile(r"\b(?:pred|[suf]\d+|bf16|c64|c128)\[[\d,<=]*\]")
 
 
 def compiled_ir_stats(function, *args, **kwargs) -> IrStats:
-    """`IrStats` of the HLO of a ``jit_compile`` function for these arguments, before and after optimisation (a
-    ``<=N`` dimension is a bounded dynamic shape, which XLA's dynamic padder pads to N)."""
+    """`IrStats` of a ``jit_compile`` function's HLO for these arguments (``<=N``: a bounded dynamic shape)."""
     with on_xla_device():  # the program XLA builds for the device the calls run on
         ir = function.experimental_get_compiler_ir(*args, **kwargs)
         hlo, opt = ir(stage="hlo"), ir(stage="optimized_hlo")

@@ -1,5 +1,4 @@
-"""XLA's compilations of a function (notebook 01), counted from the HLO modules XLA dumps (``use_framework("tf")``
-sets ``--xla_dump_to``) under the unique name a `jit` function gives its graph: `jit`, `CompilationCounter`."""
+"""XLA's compilations of a `jit` function, counted from the HLO modules XLA dumps (``use_framework("tf")``)."""
 from __future__ import annotations
 
 import functools
@@ -13,16 +12,12 @@ from typing import Any, Callable
 from tpu_helpers.core.timing import time_calls
 from tpu_helpers.xla_tf.placement import on_xla_device
 
-__all__ = ["JitFunction", "jit", "CompilationCounter", "xla_compiled_modules", "seconds_per_call"]
-
-
 MODULE_TAG = "tpucourse"  # the XLA module-name filter `frameworks.use_framework("tf")` puts in XLA_FLAGS
 _IDS = itertools.count(1)
 
 
 def xla_compiled_modules(tag: str) -> int:
-    """How many HLO modules XLA compiled to *run* the tf.function traced under the name ``tag`` (its dump files
-    ``module_NNNN.*_inference_<tag>_<id>__XlaMustCompile_true...before_optimizations.txt`` in ``--xla_dump_to``)."""
+    """How many HLO modules XLA compiled to run the tf.function traced as ``tag`` (files in ``--xla_dump_to``)."""
     m = re.search(r"--xla_dump_to=(\S+)", os.environ.get("XLA_FLAGS", ""))
     folder = Path(m.group(1)) if m else None
     if folder is None or not folder.is_dir():
@@ -47,8 +42,7 @@ def _signature(args: tuple, kwargs: dict) -> tuple:
 
 
 class JitFunction:
-    """``tf.function(fn, jit_compile=True, **kwargs)`` that counts traces, XLA compilations, calls and cache hits;
-    calls run under `tpu_helpers.xla_tf.placement.on_xla_device`."""
+    """``tf.function(fn, jit_compile=True, **kwargs)`` counting traces, XLA compilations and calls (`on_xla_device`)."""
 
     def __init__(self, fn: Callable, **tf_function_kwargs: Any):
         import tensorflow as tf
@@ -111,9 +105,6 @@ class JitFunction:
     def cache_hits(self) -> int:
         return self.calls - self.compilations
 
-    def experimental_get_tracing_count(self) -> int:  # TensorFlow's own count: must equal ``traces``
-        return self.function.experimental_get_tracing_count()
-
     def experimental_get_compiler_ir(self, *args, **kwargs):  # (stage="hlo") or (stage="optimized_hlo"); may trace
         return self.function.experimental_get_compiler_ir(*args, **kwargs)
 
@@ -122,31 +113,22 @@ class JitFunction:
                 f"(expected {self.expected_compilations}) traces={self.traces} calls={self.calls}>")
 
 
-def jit(fn: Callable | None = None, **tf_function_kwargs: Any):
-    """Decorator form of `JitFunction`: ``@jit`` or ``@jit(reduce_retracing=True)``."""
-    if fn is None:
-        return lambda f: JitFunction(f, **tf_function_kwargs)
+def jit(fn: Callable, **tf_function_kwargs: Any) -> JitFunction:
+    """``@jit``, or ``jit(fn, reduce_retracing=True)``: a `JitFunction`."""
     return JitFunction(fn, **tf_function_kwargs)
 
 
 class CompilationCounter:
-    """What some `jit` functions did between enter and exit: ``compilations``, ``cache_hits``, ``traces``, ``calls``
-    and the same ``per_function``."""
+    """What some `jit` functions did between enter and exit (``compilations``, ``cache_hits``, ...; ``per_function``)."""
 
     def __init__(self, *functions):
         if not functions or not all(isinstance(f, JitFunction) for f in functions):
             raise TypeError("CompilationCounter(step, ...) watches functions made with tpu_helpers.xla_tf.counters.jit")
         self.functions = functions
-        self.compilations = self.traces = self.calls = self.cache_hits = 0
-        self.per_function: dict[str, dict[str, int]] = {}
-        self._start = [self._read(f) for f in functions]
-
-    @staticmethod
-    def _read(f: JitFunction) -> tuple[int, int, int]:
-        return f.traces, f.compilations, f.calls
+        self.__enter__().update()
 
     def __enter__(self) -> "CompilationCounter":
-        self._start = [self._read(f) for f in self.functions]
+        self._start = [(f.traces, f.compilations, f.calls) for f in self.functions]
         return self
 
     def __exit__(self, *exc) -> None:
@@ -154,17 +136,14 @@ class CompilationCounter:
 
     def update(self) -> "CompilationCounter":
         """Refresh the differences now (also usable inside the ``with`` block)."""
-        self.per_function = {}
-        totals = [0, 0, 0]
+        self.per_function: dict[str, dict[str, int]] = {}
         for f, start in zip(self.functions, self._start):
-            now = self._read(f)
-            d = [a - b for a, b in zip(now, start)]
+            d = dict(zip(("traces", "compilations", "calls"), (f.traces - start[0], f.compilations - start[1],
+                                                                 f.calls - start[2])))
             name = getattr(f.python_function, "__name__", repr(f))
-            if name in self.per_function:  # two lambdas, say: keep both
-                name = f"{name}#{len(self.per_function) + 1}"
-            self.per_function[name] = {"traces": d[0], "compilations": d[1], "calls": d[2]}
-            totals = [t + x for t, x in zip(totals, d)]
-        self.traces, self.compilations, self.calls = totals
+            self.per_function[name if name not in self.per_function else f"{name}#{len(self.per_function) + 1}"] = d
+        self.traces, self.compilations, self.calls = (sum(d[k] for d in self.per_function.values())
+                                                      for k in ("traces", "compilations", "calls"))
         self.cache_hits = max(self.calls - self.compilations, 0)
         return self
 

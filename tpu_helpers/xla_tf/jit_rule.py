@@ -1,14 +1,10 @@
-"""The ``jit_compile`` rule (notebooks 01, 03, 04): Hugging Face's "``jit_compile=True`` on CPU/GPU, take it out on
-TPU" (https://huggingface.co/docs/transformers/v4.49.0/en/perf_train_tpu_tf), for a runtime or a strategy.
-"""
+"""HF's ``jit_compile`` rule, on CPU/GPU, off on TPU (huggingface.co/docs/transformers/v4.49.0/en/perf_train_tpu_tf)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
 from tpu_helpers.core.runtime import Runtime, detect_runtime
-
-__all__ = ["JitDecision", "jit_compile_for", "strategy_kind"]
 
 
 @dataclass(frozen=True)
@@ -38,8 +34,7 @@ _CPU_REPLICAS = ("simulated replicas on one CPU fail with jit_compile=True on TF
 
 
 def strategy_kind(strategy: Any) -> str:
-    """What a ``tf.distribute`` strategy runs on: "tpu" (a TPUStrategy, or any strategy on TPU devices), "gpu",
-    "cpu-replicas" (several replicas, every one a CPU device: a MirroredStrategy over logical CPUs) or "cpu"."""
+    """What a ``tf.distribute`` strategy runs on: "tpu", "gpu", "cpu-replicas" (several logical CPUs) or "cpu"."""
     if any(c.__name__.startswith("TPUStrategy") for c in type(strategy).__mro__):
         return "tpu"
     try:
@@ -56,8 +51,7 @@ def strategy_kind(strategy: Any) -> str:
 
 
 def jit_compile_for(target: Runtime | Any | None = None) -> JitDecision:
-    """The rule for a `Runtime`, a ``tf.distribute.Strategy`` or None (detect the runtime now); simulated CPU
-    replicas train without it (`_CPU_REPLICAS`; https://www.tensorflow.org/xla/known_issues)."""
+    """The rule for a `Runtime`, a ``tf.distribute.Strategy`` or None (this runtime); CPU replicas: off (`_CPU_REPLICAS`)."""
     if target is None:
         target = detect_runtime()
     if isinstance(target, Runtime):

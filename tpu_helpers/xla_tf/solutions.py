@@ -1,5 +1,4 @@
-"""Reference answers for notebook 01's exercises. Try first, then read.
-"""
+"""Reference answers for notebook 01's exercises. Try first, then read."""
 from __future__ import annotations
 
 from typing import Sequence
@@ -21,8 +20,7 @@ def masked_mean(per_token_loss, labels, ignore_index: int = -100):
 
 
 def choose_boundaries(lengths: Sequence[int], max_buckets: int = 4) -> list[int]:
-    """Rule 3: the cheapest of every set of at most ``max_buckets`` bounds from the lengths that occur
-    (`tpu_helpers.shared.boundaries.choose_boundaries`, notebook 05's search: read it there)."""
+    """Rule 3: the cheapest set of at most ``max_buckets`` bounds (notebook 05's search, `shared.boundaries`)."""
     from tpu_helpers.shared.boundaries import choose_boundaries as search
 
     return list(search(lengths, int(max(lengths)), max_buckets=max_buckets, multiple=1))

@@ -209,7 +209,6 @@ def test_gcs_paths():
     assert gcsmod.split_gcs_path("gs://my-bucket.example_1") == ("my-bucket.example_1", "")
     with pytest.raises(ValueError):
         gcsmod.split_gcs_path("/local/path")
-    assert gcsmod.join("gs://b/x", "y", "z.tfrecord") == "gs://b/x/y/z.tfrecord"
 
 
 def test_checkpoints_to_gs(local_gcs):

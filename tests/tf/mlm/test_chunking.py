@@ -7,8 +7,8 @@ import struct
 import numpy as np
 import pytest
 
-from tpu_helpers.mlm.shards import Manifest, ShardInfo, count_tfrecords, records_in_name, shard_name
-from tpu_helpers.mlm.tokenizer import BlockChunker
+from tpu_helpers.mlm.lesson_cells import BlockChunker, Manifest, ShardInfo, shard_name
+from tpu_helpers.mlm.shards import count_tfrecords, records_in_name
 
 
 def chunk_token_lists(docs, block_size):
@@ -100,7 +100,7 @@ def test_manifest_round_trip():
 
 @pytest.mark.parametrize("texts", [[], ["", "   ", "\n"]])
 def test_a_tokenizer_of_nothing_is_refused(texts):
-    from tpu_helpers.mlm.tokenizer import train_unigram_tokenizer
+    from tpu_helpers.mlm.lesson_cells import train_unigram_tokenizer
 
     with pytest.raises(ValueError, match="no text"):
         train_unigram_tokenizer(texts, 100)

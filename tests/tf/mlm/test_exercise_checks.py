@@ -6,7 +6,7 @@ import pytest
 from course_testing import failed, skeleton  # noqa: F401
 
 from tpu_helpers.mlm import exercise_checks as nb04
-from tpu_helpers.mlm.pipeline import mask_tokens
+from tpu_helpers.mlm.lesson_cells import mask_tokens
 from tpu_helpers.mlm.training import masked_accuracy
 
 

@@ -10,10 +10,16 @@ import pytest
 
 from tpu_helpers.mlm.baselines import compare_pipelines, per_record_baseline
 from tpu_helpers.mlm.corpus import filter_lines, load_corpus
-from tpu_helpers.mlm.lesson_cells import TF_DEPRECATION, fill_mask_pipeline, step_log_callback
-from tpu_helpers.mlm.pipeline import MaskingSpec, make_mlm_dataset
-from tpu_helpers.mlm.shards import write_shards
-from tpu_helpers.mlm.tokenizer import roberta_config, train_unigram_tokenizer
+from tpu_helpers.mlm.lesson_cells import (
+    TF_DEPRECATION,
+    MaskingSpec,
+    fill_mask_pipeline,
+    make_mlm_dataset,
+    roberta_config,
+    step_log_callback,
+    train_unigram_tokenizer,
+    write_shards,
+)
 from tpu_helpers.mlm.training import masked_accuracy, masked_accuracy_metric
 
 BLOCK = 128

@@ -5,7 +5,8 @@ import json
 import numpy as np
 import pytest
 
-from tpu_helpers.mlm.shards import read_manifest, verify_shards, write_shards
+from tpu_helpers.mlm.lesson_cells import read_manifest, write_shards
+from tpu_helpers.mlm.shards import verify_shards
 
 
 def blocks(n, seed=0, width=8):

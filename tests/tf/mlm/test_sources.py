@@ -9,11 +9,20 @@ import numpy as np
 import pytest
 
 from tpu_helpers.mlm.corpus import filter_lines, load_corpus
-from tpu_helpers.mlm.lesson_cells import TrainingPlan, masked_sentences, step_log_callback, summarize_corpus
-from tpu_helpers.mlm.pipeline import MaskingSpec, make_mlm_dataset
-from tpu_helpers.mlm.shards import read_manifest, write_shards
+from tpu_helpers.mlm.lesson_cells import (
+    MaskingSpec,
+    TrainingPlan,
+    check_enough_blocks,
+    make_mlm_dataset,
+    masked_sentences,
+    read_manifest,
+    step_log_callback,
+    summarize_corpus,
+    tokenize_and_chunk,
+    train_unigram_tokenizer,
+    write_shards,
+)
 from tpu_helpers.mlm.sources import CorpusSource, parse_corpus_source
-from tpu_helpers.mlm.tokenizer import check_enough_blocks, tokenize_and_chunk, train_unigram_tokenizer
 from tpu_helpers.shared import synthetic_text
 
 BLOCK = 32

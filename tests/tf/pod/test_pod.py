@@ -70,6 +70,11 @@ def test_tf_config_and_torchrun_command():
     assert len(set(ports)) == 3
 
 
+def test_torchrun_runs_in_the_pytorch_environment(monkeypatch):
+    monkeypatch.setenv("TPU_COURSE_PYTHON_TORCH", "/envs/torch/bin/python")
+    assert hosts.torchrun_command(0, 2, 29500, "pkg.mod")[0] == "/envs/torch/bin/python"
+
+
 def test_child_environment_clears_what_the_host_decides(monkeypatch):
     for k, v in {"USE_TF": "0", "TF_CONFIG": "{}", "RANK": "3", "PATH": "/x"}.items():
         monkeypatch.setenv(k, v)
@@ -215,7 +220,7 @@ def test_tf_worker_trains_saves_once_and_restores_in_one_process(tmp_path, tf):
     and its log by the chief, and a restore into a model with other initial weights."""
     import numpy as np
 
-    from tpu_helpers.mlm.shards import write_shards
+    from tpu_helpers.mlm.lesson_cells import write_shards
     from tpu_helpers.pod import tf_worker
 
     blocks = np.random.default_rng(0).integers(5, 60, size=(4 * 8, 16)).astype(np.int32)
@@ -241,7 +246,7 @@ def test_tf_worker_step_without_shard_names_returns_no_string_tensor(tmp_path, t
     replica with with_source=False, the value TPUStrategy gets."""
     import numpy as np
 
-    from tpu_helpers.mlm.shards import write_shards
+    from tpu_helpers.mlm.lesson_cells import write_shards
     from tpu_helpers.pod import tf_worker
 
     blocks = np.random.default_rng(1).integers(5, 60, size=(2 * 8, 16)).astype(np.int32)

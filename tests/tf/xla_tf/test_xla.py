@@ -26,7 +26,7 @@ def test_three_shapes_three_compilations_then_cache_hits(tf):
         for n in (13, 14, 15):
             step(tf.ones((n,)))
     assert (c.compilations, c.traces, c.calls, c.cache_hits) == (3, 3, 3, 0)
-    assert step.experimental_get_tracing_count() == step.traces == 3  # Python counter == TensorFlow's
+    assert step.function.experimental_get_tracing_count() == step.traces == 3  # Python counter == TensorFlow's
     with counters.CompilationCounter(step) as again:
         for n in (13, 14, 15, 13):
             step(tf.ones((n,)))
@@ -35,7 +35,7 @@ def test_three_shapes_three_compilations_then_cache_hits(tf):
     with counters.CompilationCounter(step) as dtype:
         step(tf.ones((13,), tf.float64))
         step(np.ones(14, np.float32))
-    assert dtype.compilations == 1 and step.experimental_get_tracing_count() == 4
+    assert dtype.compilations == 1 and step.function.experimental_get_tracing_count() == 4
 
 
 def test_update_inside_the_block_and_per_function(tf):
