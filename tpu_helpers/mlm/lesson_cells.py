@@ -747,3 +747,70 @@ def masked_sentences(texts, *, count=3, seed=0, max_chars=90, mask="<mask>", tok
         if len(out) == count:
             return out
     raise ValueError(f"found only {len(out)} lines with a word to mask (need {count}): is the corpus text?")
+
+
+# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 70: to_tf_dataset_baseline, per_record_baseline, compare_pipelines
+import time
+
+import datasets
+from tqdm.auto import tqdm
+from transformers import DataCollatorForLanguageModeling
+
+from tpu_helpers.core.timing import Benchmark, Candidate
+
+
+def to_tf_dataset_baseline(blocks, tokenizer, *, batch_size, mlm_probability=0.15, shuffle=True):
+    """The Hugging Face TF guide's path: a `datasets.Dataset`, `to_tf_dataset`, the collator masks in NumPy."""
+    ds = datasets.Dataset.from_dict({"input_ids": np.asarray(blocks)})
+    collator = DataCollatorForLanguageModeling(tokenizer, mlm_probability=mlm_probability, return_tensors="np")
+    return ds.to_tf_dataset(columns=["input_ids", "attention_mask"], label_cols="labels", batch_size=batch_size,
+                            shuffle=shuffle, collate_fn=collator, drop_remainder=True)
+
+
+def per_record_baseline(folder, spec, *, batch_size, block_size=128, shuffle=True, shuffle_buffer=10_000,
+                        mlm_probability=0.15, repeat=False):
+    """The seed's run_mlm.py pipeline: parse one record at a time, then batch and mask."""
+    names, total = shard_files(folder, block_size)
+    files = tf.data.Dataset.from_tensor_slices(names)
+    if shuffle:
+        files = files.shuffle(len(names))
+    records = tf.data.TFRecordDataset(files, num_parallel_reads=tf.data.AUTOTUNE)
+    records = records.apply(tf.data.experimental.assert_cardinality(total))
+    features = {FEATURE: tf.io.FixedLenFeature([block_size], tf.int64)}
+    rows = records.map(lambda r: tf.cast(tf.io.parse_single_example(r, features)[FEATURE], tf.int32),
+                       num_parallel_calls=tf.data.AUTOTUNE)
+    if shuffle:
+        rows = rows.shuffle(shuffle_buffer)
+    if repeat:
+        rows = rows.repeat()
+
+    def finish(ids):
+        masked, labels = mask_tokens(ids, spec, mlm_probability=mlm_probability)
+        return {"input_ids": masked, "attention_mask": tf.ones_like(masked), "labels": labels}
+
+    batches = rows.batch(batch_size, drop_remainder=True)
+    return batches.map(finish, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+
+
+def compare_pipelines(pipelines, *, rounds=3, seconds=1.0, warmup_steps=3, progress=False):
+    """samples/s of each `tf.data` pipeline, timed in interleaved rounds; the baseline is the slowest."""
+    def rows(batch):  # a dict of features, or a (features, labels) pair
+        return int((batch[0] if isinstance(batch, tuple) else batch)["input_ids"].shape[0])
+
+    iterators = {name: iter(make()) for name, make in pipelines.items()}
+    for it in iterators.values():
+        for _ in range(warmup_steps):
+            batch = rows(next(it))
+    values = {name: [] for name in pipelines}
+    with tqdm(total=rounds * len(pipelines), desc="measuring pipelines", unit="run", disable=not progress) as bar:
+        for _ in range(rounds):
+            for name, it in iterators.items():  # each round times every pipeline: a busy moment hits them alike
+                samples, start = 0, time.perf_counter()
+                while (elapsed := time.perf_counter() - start) < seconds:
+                    samples += rows(next(it))
+                values[name].append(samples / elapsed)
+                bar.update(1)
+    bench = Benchmark("pipelines", f"input pipelines, batch {batch}, {rounds} rounds of {seconds:g} s each",
+                      [Candidate(name, v, "samples/s") for name, v in values.items()], baseline="")
+    bench.baseline = min(bench.medians, key=bench.medians.get)
+    return bench

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
-from tpu_helpers.xla_tf.jit_rule import jit_compile_for, strategy_kind
+from tpu_helpers.xla_tf.lesson_cells import jit_compile_for, strategy_kind
 
 
 def variables_outside_scope(strategy: Any, variables: Iterable[Any]) -> list[str]:

@@ -5,10 +5,8 @@ import os
 import re
 from typing import Any, Mapping
 
-from tpu_helpers.core.profiles import PROFILES
 from tpu_helpers.core.runtime import Runtime, detect_runtime
 from tpu_helpers.core.tpu_lock import LIBTPU_LOCKFILE, held_message, libtpu_lock_holder
-from tpu_helpers.xla_tf.jit_rule import strategy_kind
 
 # The TPU build, installed the way the notebooks' install cell does it (tools/install_plan.py owns the plan).
 TF_TPU_INSTALL = ("pip uninstall -y tensorflow tensorflow-cpu && pip install tensorflow-tpu==2.20.0 libtpu==0.0.14 "
@@ -89,6 +87,8 @@ def explain_tpu_error(exc: BaseException, tpu: str | None, runtime: Runtime, zon
 
 def describe_strategy(strategy: Any, runtime: Runtime | None = None) -> str:
     """One line: which strategy, how many replicas, on what."""
+    from tpu_helpers.xla_tf.lesson_cells import strategy_kind  # imports TensorFlow: only once there is a strategy
+
     n, kind = strategy.num_replicas_in_sync, strategy_kind(strategy)
     reps = f"{n} replica{'s' if n != 1 else ''}"
     if kind == "tpu":
@@ -105,6 +105,8 @@ def check_replicas(strategy: Any, requested: int | None, quiet: bool = False) ->
     n = int(strategy.num_replicas_in_sync)
     if requested is None or n == requested:
         return n
+    from tpu_helpers.xla_tf.lesson_cells import strategy_kind
+
     kind = strategy_kind(strategy)
     if kind in ("cpu", "cpu-replicas"):
         raise _error(f"REPLICAS = {requested} asked for {requested} simulated replicas, but the strategy runs {n}",
@@ -123,14 +125,8 @@ def get_strategy(runtime: Runtime | None = None, *, profile: Any = None, tpu: st
 
     env = os.environ if env is None else env
     runtime = runtime or detect_runtime(env)
-    profile_name = getattr(profile, "name", profile)
-    if profile_name is not None and profile_name not in PROFILES:
-        raise ValueError(f"unknown profile {profile_name!r}: use one of {', '.join(PROFILES)} (or None: automatic)")
-    if cpu_replicas is not None and (type(cpu_replicas) is not int or cpu_replicas < 1):
-        raise ValueError(f"cpu_replicas={cpu_replicas!r}: give a whole number of simulated replicas, 1 or more, "
-                         "or None")
     target = tpu_to_connect(runtime, tpu, env)
-    if profile_name == "tpu" and target is None:
+    if getattr(profile, "name", profile) == "tpu" and target is None:  # start()/param() checked the values
         raise _error(f"The 'tpu' profile needs a TPU, but this runtime has none: {runtime.describe()}",
                      "choose a TPU runtime (Colab: Runtime > Change runtime type > TPU; Kaggle: Settings > "
                      "Accelerator > TPU VM v5e-8), or name a Cloud TPU (TPU_NAME); or run here with PROFILE='cpu'.")

@@ -24,3 +24,70 @@ def masked_sparse_categorical_crossentropy(labels, logits, ignore_index=-100):
     per_position = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=safe_labels, logits=tf.cast(logits, tf.float32))
     weights = tf.cast(mask, per_position.dtype)
     return tf.math.divide_no_nan(tf.reduce_sum(per_position * weights), tf.reduce_sum(weights))
+
+
+# ---- notebooks/01_xla_rules_tensorflow.ipynb, cell 42: JitDecision, strategy_kind, jit_compile_for
+from dataclasses import dataclass
+
+from tpu_helpers.core.runtime import Runtime, detect_runtime
+
+
+@dataclass(frozen=True)
+class JitDecision:
+    """Whether to pass `jit_compile=True` here, and why; truthy when on: `jit_compile=bool(decision)`."""
+    enabled: bool
+    reason: str
+
+    def __bool__(self):
+        return self.enabled
+
+    def __str__(self):
+        return f"jit_compile={self.enabled}: {self.reason}"
+
+
+JIT_ON = ("XLA is opt-in on {where}: compiling with jit_compile=True proves the model obeys the XLA rules before "
+          "it meets a TPU, and is often faster")
+JIT_OFF = ("on a TPU every step is compiled by XLA anyway (TPUStrategy compiles the whole replicated step); "
+           "Hugging Face's TPU guide says to take jit_compile=True out again there, as leaving it in can cause "
+           "problems")
+JIT_OFF_CPU_REPLICAS = ("simulated replicas on one CPU fail with jit_compile=True on TF 2.20 + tf-keras 2.20 "
+                        "(InvalidArgumentError: the XLA cluster cannot reach replica_1's variables); check XLA "
+                        "compatibility under the default strategy instead")
+
+
+def strategy_kind(strategy):
+    """What a `tf.distribute` strategy runs on: "tpu", "gpu", "cpu-replicas" (several logical CPUs) or "cpu"."""
+    if any(c.__name__.startswith("TPUStrategy") for c in type(strategy).__mro__):
+        return "tpu"
+    try:
+        devices = [str(d).upper() for d in strategy.extended.worker_devices or ()]
+    except (AttributeError, RuntimeError):  # the default strategy has no worker_devices
+        devices = []
+    if any(":TPU:" in d for d in devices):
+        return "tpu"
+    if any("GPU" in d for d in devices):
+        return "gpu"
+    if len(devices) > 1 and all(":CPU:" in d for d in devices):
+        return "cpu-replicas"
+    return "cpu"
+
+
+def jit_compile_for(target=None):
+    """The rule for a `Runtime`, a `tf.distribute.Strategy` or None (this runtime): off on a TPU and CPU replicas."""
+    if target is None:
+        target = detect_runtime()
+    if isinstance(target, Runtime):
+        if target.is_tpu:
+            return JitDecision(False, f"{target.kind}: " + JIT_OFF)
+        where = "a GPU" if target.kind == "gpu" else "the CPU"
+        return JitDecision(True, f"{target.kind}: " + JIT_ON.format(where=where))
+    if hasattr(target, "extended") and hasattr(target, "scope"):  # a tf.distribute.Strategy
+        name, kind = type(target).__name__, strategy_kind(target)
+        if kind == "tpu":
+            return JitDecision(False, f"{name}: " + JIT_OFF)
+        if kind == "cpu-replicas":
+            n = len(target.extended.worker_devices)
+            return JitDecision(False, f"{name} over {n} CPU devices: " + JIT_OFF_CPU_REPLICAS)
+        return JitDecision(True, f"{name}: " + JIT_ON.format(where="CPU and GPU devices"))
+    raise TypeError(f"jit_compile_for() takes a tpu_helpers.core.runtime.Runtime, a tf.distribute.Strategy or None, "
+                    f"not {type(target).__name__}")

@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 from course_support.mlm import crash_at_record
 
-from tpu_helpers.mlm.baselines import to_tf_dataset_baseline
 from tpu_helpers.mlm.corpus import filter_lines, load_corpus
 from tpu_helpers.mlm.lesson_cells import (
     ROBERTA_BASE,
@@ -23,6 +22,7 @@ from tpu_helpers.mlm.lesson_cells import (
     shard_files,
     shard_name,
     show_masked_example,
+    to_tf_dataset_baseline,
     tokenize_and_chunk,
     train_unigram_tokenizer,
     write_shards,

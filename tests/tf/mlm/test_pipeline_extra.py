@@ -8,13 +8,14 @@ import logging
 import numpy as np
 import pytest
 
-from tpu_helpers.mlm.baselines import compare_pipelines, per_record_baseline
 from tpu_helpers.mlm.corpus import filter_lines, load_corpus
 from tpu_helpers.mlm.lesson_cells import (
     TF_DEPRECATION,
     MaskingSpec,
+    compare_pipelines,
     fill_mask_pipeline,
     make_mlm_dataset,
+    per_record_baseline,
     roberta_config,
     step_log_callback,
     train_unigram_tokenizer,

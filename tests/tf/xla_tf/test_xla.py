@@ -1,4 +1,4 @@
-"""tpu_helpers.xla_tf (counters, compiler, jit_rule; the losses of notebook 01) counts what XLA really compiled (TensorFlow 2.20, XLA:CPU), and its helpers hold.
+"""tpu_helpers.xla_tf (counters, compiler; the losses and the jit_compile rule of notebook 01) counts what XLA really compiled (TensorFlow 2.20, XLA:CPU), and its helpers hold.
 
 TensorFlow is imported in fixtures, never at module level (see tools/run_tests.py). One test checks the
 counters against ground truth: the HLO modules XLA dumps (XLA_FLAGS=--xla_dump_to) in a child process.
@@ -13,9 +13,10 @@ import numpy as np
 import pytest
 
 from tpu_helpers.core import runtime
-from tpu_helpers.xla_tf import compiler, counters, jit_rule
+from tpu_helpers.xla_tf import compiler, counters
 from tpu_helpers.xla_tf.lesson_cells import (
     boolean_mask_sparse_categorical_crossentropy,
+    jit_compile_for,
     masked_sparse_categorical_crossentropy,
 )
 
@@ -75,7 +76,7 @@ def test_a_failed_call_is_not_a_compilation(tf):
 _DUMP_SCRIPT = textwrap.dedent("""
     import json, os
     import tensorflow as tf
-    from tpu_helpers.xla_tf import compiler, counters, jit_rule
+    from tpu_helpers.xla_tf import compiler, counters
     static = counters.jit(lambda x: tf.reduce_sum(x * 3.0))
     relaxed = counters.jit(lambda x: tf.reduce_max(x * 5.0), reduce_retracing=True)
     with counters.CompilationCounter(static) as a:
@@ -198,27 +199,27 @@ def test_jit_compile_for_runtimes():
     gpu = runtime.Runtime("gpu", "colab", gpus=1)
     tpu_vm = runtime.Runtime("kaggle-tpu-vm", "kaggle", "v5litepod-8", "v5e", 8, 8)
     node = runtime.Runtime("tpu-node", "colab", None, None, None, 8, "grpc://10.0.0.2:8470")
-    assert jit_rule.jit_compile_for(cpu) and jit_rule.jit_compile_for(gpu)
-    assert not jit_rule.jit_compile_for(tpu_vm) and not jit_rule.jit_compile_for(node)
-    assert jit_rule.jit_compile_for(tpu_vm).enabled is False and "TPU" in jit_rule.jit_compile_for(tpu_vm).reason
-    assert str(jit_rule.jit_compile_for(cpu)).startswith("jit_compile=True")
-    assert bool(jit_rule.jit_compile_for(None)) == (not runtime.detect_runtime().is_tpu)
+    assert jit_compile_for(cpu) and jit_compile_for(gpu)
+    assert not jit_compile_for(tpu_vm) and not jit_compile_for(node)
+    assert jit_compile_for(tpu_vm).enabled is False and "TPU" in jit_compile_for(tpu_vm).reason
+    assert str(jit_compile_for(cpu)).startswith("jit_compile=True")
+    assert bool(jit_compile_for(None)) == (not runtime.detect_runtime().is_tpu)
     with pytest.raises(TypeError):
-        jit_rule.jit_compile_for("tpu")
+        jit_compile_for("tpu")
 
 
 def test_jit_compile_for_strategies(tf):
-    assert jit_rule.jit_compile_for(tf.distribute.get_strategy())
-    assert jit_rule.jit_compile_for(tf.distribute.OneDeviceStrategy("/cpu:0"))
+    assert jit_compile_for(tf.distribute.get_strategy())
+    assert jit_compile_for(tf.distribute.OneDeviceStrategy("/cpu:0"))
     # a TPUStrategy cannot be built without a TPU; the class (by name, like TPUStrategyV2) is what counts
     fake_tpu = type("TPUStrategyV2", (), {"extended": None, "scope": lambda self: None})()
-    assert not jit_rule.jit_compile_for(fake_tpu)
+    assert not jit_compile_for(fake_tpu)
     on_tpu_devices = type("MirroredStrategy", (), {"scope": lambda self: None, "extended": type(
         "E", (), {"worker_devices": ("/job:worker/replica:0/task:0/device:TPU:0",)})()})()
-    assert not jit_rule.jit_compile_for(on_tpu_devices)
+    assert not jit_compile_for(on_tpu_devices)
     two_cpus = type("MirroredStrategy", (), {"scope": lambda self: None, "extended": type(
         "E", (), {"worker_devices": ("/device:CPU:0", "/device:CPU:1")})()})()
-    decision = jit_rule.jit_compile_for(two_cpus)
+    decision = jit_compile_for(two_cpus)
     assert not decision and "2 CPU devices" in decision.reason
 
 
@@ -247,7 +248,7 @@ _NO_RECORDS = textwrap.dedent("""
     import os
     os.environ.pop("XLA_FLAGS", None)
     import tensorflow as tf
-    from tpu_helpers.xla_tf import compiler, counters, jit_rule
+    from tpu_helpers.xla_tf import compiler, counters
     f = counters.jit(lambda x: x + 1.0)
     f(tf.ones(2))
     try:
