@@ -208,10 +208,7 @@ SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
 
 def train_wordpiece_tokenizer(texts: Iterable[str], vocab_size: int = 2000):
-    """A BERT (uncased WordPiece) tokenizer trained here on ``texts``: a real `BertTokenizer`, no download.
-
-    transformers 5 has one `BertTokenizer` (Rust-backed; `BertTokenizerFast` is its alias) built from a ``vocab``
-    dict: a ``vocab_file`` given to the constructor is ignored (MIGRATION_GUIDE_V5.md, "Tokenization")."""
+    """A BERT WordPiece tokenizer trained on ``texts`` (transformers 5: from a ``vocab`` dict, notebook 05)."""
     from tokenizers import BertWordPieceTokenizer
     from transformers import BertTokenizer
 
