@@ -69,6 +69,9 @@ def _model(cfg_args: dict, seed: int = 0):
     import torch
     from transformers import BertConfig, BertForSequenceClassification
 
+    from tpu_helpers.xla_torch.lesson_cells import keep_attention_masks_on_device
+
+    keep_attention_masks_on_device()  # no host read of the mask per forward pass (notebook 02)
     torch.manual_seed(seed)
     cfg = BertConfig(**cfg_args, num_labels=77, max_position_embeddings=512, attn_implementation="eager")
     return BertForSequenceClassification(cfg)

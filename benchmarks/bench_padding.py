@@ -32,6 +32,7 @@ def run(quick: bool) -> Benchmark:
     from tpu_helpers.banking77 import dataset
     from tpu_helpers.shared.banking_queries import banking_queries
     from tpu_helpers.xla_torch.counters import XlaCounters
+    from tpu_helpers.xla_torch.lesson_cells import keep_attention_masks_on_device
 
     device = torch_xla.device()
     queries = banking_queries(2000 if quick else 6000, seed=0)
@@ -47,6 +48,7 @@ def run(quick: bool) -> Benchmark:
     def fresh_model(k: int):
         # One model per candidate, each with a classifier one label wider than the last: a different program,
         # so no candidate finds graphs another one compiled (XLA's compile cache lives as long as the process).
+        keep_attention_masks_on_device()  # no host read of the mask per forward pass (notebook 02)
         torch.manual_seed(0)
         cfg = BertConfig(vocab_size=len(tok), hidden_size=128, num_hidden_layers=2, num_attention_heads=2,
                          intermediate_size=256, num_labels=77 + k, max_position_embeddings=MAX_LENGTH,

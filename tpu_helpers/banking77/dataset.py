@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import os
 import random
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
@@ -209,9 +208,9 @@ SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
 
 def train_wordpiece_tokenizer(texts: Iterable[str], vocab_size: int = 2000):
-    """A BERT (uncased WordPiece) tokenizer trained here on ``texts``: real `BertTokenizerFast`, no download."""
+    """A BERT WordPiece tokenizer trained on ``texts`` (transformers 5: from a ``vocab`` dict, notebook 05)."""
     from tokenizers import BertWordPieceTokenizer
-    from transformers import BertTokenizerFast
+    from transformers import BertTokenizer
 
     texts = [t for t in texts if t and str(t).strip()]
     if not texts:
@@ -220,9 +219,7 @@ def train_wordpiece_tokenizer(texts: Iterable[str], vocab_size: int = 2000):
     wp = BertWordPieceTokenizer(lowercase=True)
     wp.train_from_iterator(texts, vocab_size=vocab_size, min_frequency=1, special_tokens=list(SPECIAL_TOKENS),
                            show_progress=False)
-    with tempfile.TemporaryDirectory() as tmp:
-        wp.save_model(tmp)
-        return BertTokenizerFast(vocab_file=os.path.join(tmp, "vocab.txt"), do_lower_case=True)
+    return BertTokenizer(vocab=wp.get_vocab(), do_lower_case=True)
 
 
 def load_tokenizer(model_name: str, train_texts: Iterable[str] = (), vocab_size: int = 2000):
@@ -241,11 +238,13 @@ def make_model(model_name: str, data: Banking77Data, *, vocab_size: int | None =
                attn_implementation: str = "eager"):
     """A classifier labelled from ``data``: ``"tiny"`` (a small BERT, no download) or a Hub model.
 
-    Eager attention: BERT's SDPA mask tests ``torch.all(mask == 1)`` on the host, a sync per step on XLA
-    (transformers 4.57, ``modeling_attn_mask_utils.py``)."""
+    Its attention masks are built on the device (notebook 02: transformers 5 reads ``padding_mask.all()`` first)."""
     import torch
     from transformers import AutoModelForSequenceClassification, BertConfig, BertForSequenceClassification
 
+    from tpu_helpers.xla_torch.lesson_cells import keep_attention_masks_on_device
+
+    keep_attention_masks_on_device()
     torch.manual_seed(seed)
     labels = dict(num_labels=data.num_labels, id2label=data.id2label, label2id=data.label2id,
                   attn_implementation=attn_implementation)

@@ -11,15 +11,11 @@ __all__ = ["check_collate", "check_gather_step"]
 
 answer = answer_for(__package__)
 
-def _tiny_bert(vocab_size: int, max_positions: int, hidden: int = 32):
-    import torch
-    from transformers import BertConfig, BertForSequenceClassification
+def _tiny_bert(vocab_size: int):
+    from tpu_helpers.xla_torch.lesson_cells import keep_attention_masks_on_device, tiny_bert
 
-    torch.manual_seed(0)
-    cfg = BertConfig(vocab_size=vocab_size, hidden_size=hidden, num_hidden_layers=1, num_attention_heads=2,
-                     intermediate_size=2 * hidden, max_position_embeddings=max(64, max_positions), num_labels=77,
-                     attn_implementation="eager")
-    return BertForSequenceClassification(cfg).eval()
+    keep_attention_masks_on_device()
+    return tiny_bert(vocab_size=vocab_size, num_labels=77)
 
 
 def check_collate(make_collate: Callable, dataset: Any, tokenizer: Any, boundaries: Sequence[int], *,
@@ -71,7 +67,7 @@ def check_collate(make_collate: Callable, dataset: Any, tokenizer: Any, boundari
                 "the labels in your batch are not the rows' labels, in the rows' order"
             outs.append({k: v for k, v in out.items()})
         widths = sorted({int(o["input_ids"].shape[1]) for o in outs})
-        model = _tiny_bert(len(tokenizer), max(boundaries))
+        model = _tiny_bert(len(tokenizer))
         if not on_xla:
             with torch.no_grad():
                 for out in outs:
@@ -159,7 +155,7 @@ def check_gather_step(gather_step: Callable, dataset: Any, tokenizer: Any, bound
         try:
             accelerator = Accelerator()
             loader = DataLoader(BucketedDataset(dataset), batch_sampler=sampler, collate_fn=BucketCollator(tokenizer))
-            model, loader = accelerator.prepare(_tiny_bert(len(tokenizer), max(boundaries)), loader)
+            model, loader = accelerator.prepare(_tiny_bert(len(tokenizer)), loader)
             ref_p, _ = run_loop(_reference_step, accelerator, model, loader)  # compiles the model's graphs
             with XlaCounters() as c:
                 preds, labels = run_loop(gather_step, accelerator, model, loader)

@@ -18,11 +18,7 @@ def make_collate(tokenizer: Any) -> Callable[[Sequence[tuple[dict, int]]], dict]
 
 
 def gather_step(accelerator: Any, preds: Any, labels: Any, seen: int, n_rows: int) -> tuple[list[int], list[int]]:
-    """Gather this batch from every replica, copy it to the host, and keep only the rows still due: the last
-    batch's repeats (added to keep its shape) are cut here. ``accelerator.gather``, not ``gather_for_metrics``: on
-    XLA the latter cuts every batch to the dataset's remainder once the loader's background (prefetch) thread has
-    reached the end, real rows included. The cut happens on the host: a slice on the device would be one more
-    graph to compile."""
+    """Gather the batch from every replica (not ``gather_for_metrics``: notebook 05), then cut the repeats on the host."""
     preds, labels = accelerator.gather((preds, labels))
     keep = max(0, min(len(preds), n_rows - seen))
     return preds.cpu()[:keep].tolist(), labels.cpu()[:keep].tolist()

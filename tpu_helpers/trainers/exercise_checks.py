@@ -23,9 +23,6 @@ def check_training_step(training_step: Callable, module_class: type, dataset: An
 
         from tpu_helpers.trainers.recorder import SlowRunDetective
 
-        if not callable(training_step):
-            raise AssertionError(f"training_step must be a function (self, batch, batch_idx), got {training_step!r}")
-
         class Losses(Callback):
             def __init__(self):
                 self.losses = []

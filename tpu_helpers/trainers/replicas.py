@@ -1,6 +1,4 @@
-"""Several replicas without a TPU: notebook 07's rehearsal on Lightning's CPU DDP (``strategy="ddp_notebook"``,
-gloo), fed by the course's bucket sampler: a forked process hands nothing back and has none of the kernel's threads.
-"""
+"""Notebook 07's replicas: Lightning's CPU DDP rehearsal (``strategy="ddp_notebook"``, gloo) fed by bucket batches."""
 from __future__ import annotations
 
 import os

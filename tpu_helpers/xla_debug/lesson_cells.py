@@ -11,6 +11,8 @@ import torch
 import torch_xla
 from transformers import BertConfig
 
+from tpu_helpers.xla_torch.lesson_cells import keep_attention_masks_on_device
+
 VOCAB, LABELS = 1000, 4
 
 
@@ -22,7 +24,8 @@ def make_batch(batch, seq, generator):
 
 
 def bert_config(hidden, layers):
-    """A small BERT classifier (random weights: no download); eager attention has no host sync (notebook 02)."""
+    """A small BERT classifier (no download); its attention masks stay on the device (notebook 02)."""
+    keep_attention_masks_on_device()
     return BertConfig(vocab_size=VOCAB, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=2,
                       intermediate_size=2 * hidden, max_position_embeddings=256, num_labels=LABELS,
                       attn_implementation="eager")

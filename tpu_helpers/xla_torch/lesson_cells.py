@@ -34,7 +34,23 @@ def tiny_bert(attn_implementation="eager", hidden=32, layers=1, vocab_size=1000,
     return BertForSequenceClassification(config).eval()
 
 
-# ---- notebooks/02_xla_rules_pytorch_xla.ipynb, cell 18: masked_mean, masked_cross_entropy, boolean_mask_cross_entropy
+# ---- notebooks/02_xla_rules_pytorch_xla.ipynb, cell 17: keep_attention_masks_on_device
+from transformers import AttentionMaskInterface
+from transformers.masking_utils import eager_mask, sdpa_mask
+
+
+def keep_attention_masks_on_device():
+    """Build BERT's attention mask every time, without first reading on the host whether anything is padded."""
+    def always_build(build_mask):
+        def build(*args, **kwargs):
+            kwargs["allow_is_bidirectional_skip"] = False  # the skip is decided by padding_mask.all() on the host
+            return build_mask(*args, **kwargs)
+        return build
+    AttentionMaskInterface.register("sdpa", always_build(sdpa_mask))
+    AttentionMaskInterface.register("eager", always_build(eager_mask))
+
+
+# ---- notebooks/02_xla_rules_pytorch_xla.ipynb, cell 21: masked_mean, masked_cross_entropy, boolean_mask_cross_entropy
 import torch.nn.functional as F
 
 

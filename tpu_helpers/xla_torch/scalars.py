@@ -1,10 +1,4 @@
-"""Every Python float a step hands to PyTorch/XLA as a graph input of its own: one graph for every step.
-
-AdamW's ``1 - lr * weight_decay`` rounds to 1.0 in float32 at the ends of a schedule; torch_xla 2.9 then makes 0/1
-a graph constant (``torch::lazy::IsSpecialScalar``) and merges equal scalar inputs into one graph parameter
-(``LazyGraphExecutor::DataCacheArena``): a new graph either way. The price of turning both off: one upload per scalar
-use. Measured in ``tests/torch/banking77/test_schedule_graphs.py``.
-"""
+"""Every Python float a step hands to PyTorch/XLA as a graph input of its own: one graph for every step."""
 from __future__ import annotations
 
 __all__ = ["scalars_as_graph_inputs"]

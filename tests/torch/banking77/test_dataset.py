@@ -126,7 +126,7 @@ def test_hub_offline_gives_a_clear_message_not_a_traceback(tmp_path):
 
 def test_tiny_tokenizer_lengths_and_fixed_length_encoding(synthetic):
     tok = dataset.load_tokenizer("tiny", synthetic.dataset["train"]["text"], vocab_size=500)
-    assert type(tok).__name__ == "BertTokenizerFast" and tok.cls_token == "[CLS]" and len(tok) <= 500
+    assert type(tok).__name__ == "BertTokenizer" and tok.is_fast and tok.cls_token == "[CLS]" and 50 < len(tok) <= 500
     texts = synthetic.dataset["test"]["text"][:5]
     lengths = dataset.token_lengths(texts, tok)
     assert lengths == [len(tok(t)["input_ids"]) for t in texts] and min(lengths) >= 3

@@ -61,6 +61,9 @@ def test_real_size_evaluation_gives_one_prediction_per_row_in_order(data, paddin
     from accelerate import Accelerator
     from transformers import BertConfig, BertForSequenceClassification
 
+    from tpu_helpers.xla_torch.lesson_cells import keep_attention_masks_on_device
+
+    keep_attention_masks_on_device()
     tok, train, test = data
     config = TrainConfig(batch_size=32, eval_batch_size=64, padding=padding, boundaries=(16, 32, 64),
                          max_length=MAX_LENGTH)

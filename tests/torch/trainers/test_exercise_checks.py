@@ -86,7 +86,7 @@ def test_dynamic_padding_is_named(xla, data):
     from transformers import DataCollatorWithPadding
 
     def setup(tok, max_length, batch_size, out):
-        return (_args(out, batch_size, group_by_length=True, dataloader_drop_last=True, optim="adamw_torch"),
+        return (_args(out, batch_size, train_sampling_strategy="group_by_length", dataloader_drop_last=True, optim="adamw_torch"),
                 DataCollatorWithPadding(tok))
 
     result = check_setup(setup, data)
