@@ -12,7 +12,6 @@ from typing import Callable
 
 from tpu_helpers.core import tpu_lock
 from tpu_helpers.core.frameworks import TPUHeldError, WrongBuildError, check_tpu_build
-from tpu_helpers.core.versions import installed_version as _installed
 from tpu_helpers.ready import first_xla
 
 __all__ = ["Verdict", "build_check", "torch_xla_libtpu", "libtpu_matches", "fetch_libtpu", "pjrt_api_versions",
@@ -127,12 +126,14 @@ def torch_failure(output: str, returncode: int | None, *, have: str | None, want
             "restart the runtime and run notebook 02 from the top; if it fails there too, report these lines.")
 
 
-def torch_verdict(runtime, *, probe: Callable | None = None, installed: Callable = _installed,
+def torch_verdict(runtime, *, probe: Callable | None = None, installed: Callable | None = None,
                   requires: list[str] | None = None, fetch: Callable = fetch_libtpu,
                   lock_holder: Callable[[], int | None] | None = None) -> tuple[Verdict, dict | None]:
     """PyTorch/XLA's verdict and the probe's result (None when it did not run or failed); on a TPU VM the probe runs
-    with torch_xla's own libtpu, once no other process holds the chips."""
+    with torch_xla's own libtpu, once no other process holds the chips. ``installed``: the PyTorch/XLA environment's
+    versions (`first_xla.torch_environment`) by default."""
     probe = probe or first_xla.torch_xla_first_xla
+    installed = installed or first_xla.torch_environment()[0].get
     xla = installed("torch-xla")
     if not xla:
         return Verdict("torch", None, "", "torch_xla is not installed in this runtime.",
