@@ -36,15 +36,16 @@ _TORCH_SCRIPT = textwrap.dedent("""
 
 _VERSIONS_SCRIPT = textwrap.dedent("""
     import json, sys
+    from importlib import metadata
     from tpu_helpers.core import versions
     names = sys.argv[1:]
-    print(json.dumps({"installed": versions.installed_versions(names), "pins": versions.course_pins("torch")}))
+    requires = metadata.requires("torch-xla") if versions.installed_version("torch-xla") else None
+    print(json.dumps({"installed": versions.installed_versions(names), "pins": versions.course_pins("torch"),
+                      "torch_xla_requires": requires}))
 """)
 
 
-def torch_environment(timeout: float = 120) -> tuple[dict[str, str | None], dict[str, str]]:
-    """(installed versions, the course's PyTorch/XLA pins) of the PyTorch/XLA environment (`framework_python`:
-    ./course's own, or this interpreter on Colab/Kaggle), read by a child of that interpreter (no framework import)."""
+def _torch_environment(timeout: float) -> dict:
     from tpu_helpers.core import versions
 
     names = [*versions.PLAN_PACKAGES["torch"], "torchvision", "libtpu"]
@@ -52,8 +53,19 @@ def torch_environment(timeout: float = 120) -> tuple[dict[str, str | None], dict
                           text=True, timeout=timeout)
     if proc.returncode != 0:
         raise ProbeFailed(proc.returncode, proc.stdout + proc.stderr)
-    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def torch_environment(timeout: float = 120) -> tuple[dict[str, str | None], dict[str, str]]:
+    """(installed versions, the course's PyTorch/XLA pins) of the PyTorch/XLA environment (`framework_python`:
+    ./course's own, or this interpreter on Colab/Kaggle), read by a child of that interpreter (no framework import)."""
+    out = _torch_environment(timeout)
     return out["installed"], out["pins"]
+
+
+def torch_xla_requires(timeout: float = 120) -> list[str]:
+    """The installed torch_xla's requirements (its metadata) in the PyTorch/XLA environment; [] without torch_xla."""
+    return _torch_environment(timeout)["torch_xla_requires"] or []
 
 
 class ProbeFailed(RuntimeError):

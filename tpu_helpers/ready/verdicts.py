@@ -52,14 +52,10 @@ def build_check(runtime, framework: str, *, probe_devices: bool = False, **injec
 
 
 def torch_xla_libtpu(requires: list[str] | None = None) -> str | None:
-    """The libtpu release torch_xla's ``[tpu]`` extra pins (its metadata: ``libtpu==0.0.21`` for 2.9), or None."""
+    """The libtpu release torch_xla's ``[tpu]`` extra pins (its metadata in the PyTorch/XLA environment:
+    ``libtpu==0.0.21`` for 2.9), or None."""
     if requires is None:
-        from importlib import metadata
-
-        try:
-            requires = metadata.requires("torch-xla") or []
-        except metadata.PackageNotFoundError:
-            return None
+        requires = first_xla.torch_xla_requires()
     for req in requires:
         m = re.fullmatch(r"libtpu\s*==\s*([0-9][0-9.]*)\s*;\s*extra\s*==\s*['\"]tpu['\"]", req.strip())
         if m:
