@@ -39,7 +39,9 @@ def run_module(name: str, quick: bool) -> list[Benchmark] | str:
         out = f.name
     cmd = [framework_python(framework_of(name)), "-m", f"benchmarks.bench_{name}", "--json", out] + (["--quick"] if quick else [])
     # tests/ too: the benchmarks share the tests' support code (tests/course_support, not in the learner's wheel)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests")]), TF_CPP_MIN_LOG_LEVEL="3")
+    # (the PyTorch/XLA ones only: in the TensorFlow environment, without torch, tests/torch would pass for `torch`)
+    path = [str(ROOT), str(ROOT / "tests")] if framework_of(name) == "torch" else [str(ROOT)]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(path), TF_CPP_MIN_LOG_LEVEL="3")
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
     try:
         if proc.returncode != 0:
