@@ -1,6 +1,7 @@
 """Run the benchmark suite: ``./course python -m benchmarks [NAME ...] [--quick] [--no-write]``.
 
-Each ``benchmarks/bench_*.py`` module runs in its own process (TensorFlow and PyTorch/XLA cannot share one);
+Each ``benchmarks/bench_*.py`` module runs in its own process, with its framework's environment's interpreter
+(TensorFlow and PyTorch/XLA cannot share one; ``./course`` names both);
 its candidates run side by side in that process, repeated, and the medians, spreads and ratios are written to
 docs/benchmarks.md (between the suite markers), with the machine they came from and the command.
 """
@@ -26,12 +27,21 @@ def discover() -> list[str]:
     return sorted(p.stem.removeprefix("bench_") for p in (ROOT / "benchmarks").glob("bench_*.py"))
 
 
+def framework_of(name: str) -> str:
+    """The framework whose environment runs a benchmark: TensorFlow where its module declares it, else PyTorch/XLA."""
+    return "tf" if 'use_framework("tf")' in (ROOT / "benchmarks" / f"bench_{name}.py").read_text() else "torch"
+
+
 def run_module(name: str, quick: bool) -> list[Benchmark] | str:
+    from tpu_helpers.core.frameworks import framework_python
+
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
         out = f.name
-    cmd = [sys.executable, "-m", f"benchmarks.bench_{name}", "--json", out] + (["--quick"] if quick else [])
+    cmd = [framework_python(framework_of(name)), "-m", f"benchmarks.bench_{name}", "--json", out] + (["--quick"] if quick else [])
     # tests/ too: the benchmarks share the tests' support code (tests/course_support, not in the learner's wheel)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests")]), TF_CPP_MIN_LOG_LEVEL="3")
+    # (the PyTorch/XLA ones only: in the TensorFlow environment, without torch, tests/torch would pass for `torch`)
+    path = [str(ROOT), str(ROOT / "tests")] if framework_of(name) == "torch" else [str(ROOT)]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(path), TF_CPP_MIN_LOG_LEVEL="3")
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
     try:
         if proc.returncode != 0:

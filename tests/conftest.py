@@ -15,6 +15,7 @@ share one). ``./course test`` runs each folder in its own pytest process (tools/
   missing or broken is a **failure**, not a skip: a broken install must not turn into a green run. A person running
   one file by hand without the framework still gets skips.
 """
+import importlib.machinery
 import os
 import sys
 from pathlib import Path
@@ -25,6 +26,30 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(1, str(ROOT / "tools"))
 sys.path.append(str(ROOT))  # for `benchmarks` (not installed); after site-packages, so tpu_helpers is the wheel
+
+
+class _SupportOnly:
+    """tests/ is on sys.path for `course_testing` and `course_support` only: its folder tests/torch is no `torch`
+    (in the TensorFlow environment, without torch, ``import torch`` or ``find_spec("torch")`` in transformers and
+    datasets would otherwise find it as a namespace package and take it for PyTorch)."""
+
+    NAMES = ("course_testing", "course_support")
+
+    def __init__(self, path: str):
+        if path != str(ROOT / "tests"):
+            raise ImportError(path)
+        self.finder = importlib.machinery.FileFinder(
+            path, (importlib.machinery.SourceFileLoader, importlib.machinery.SOURCE_SUFFIXES))
+
+    def find_spec(self, name, target=None):
+        return self.finder.find_spec(name, target) if name in self.NAMES else None
+
+    def invalidate_caches(self):
+        self.finder.invalidate_caches()
+
+
+sys.path_hooks.insert(0, _SupportOnly)
+sys.path_importer_cache.pop(str(ROOT / "tests"), None)
 
 STRICT = bool(os.environ.get("TPU_COURSE_TEST_RUN") or os.environ.get("CI"))
 

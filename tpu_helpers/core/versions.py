@@ -1,4 +1,4 @@
-"""Installed versions versus the course's pins (requirements.txt, as the installed wheel recorded them).
+"""Installed versions versus the course's pins (one set per framework, as the installed wheel recorded them).
 
 The checkout's requirements file itself is read by ``tools/install_plan.py`` (it runs before anything is installed).
 """
@@ -25,15 +25,19 @@ PLAN_PACKAGES = {
 TORCH_XLA_SUPPORTED = ("2.8", "2.9")
 
 
-def course_pins(distribution: str = "tpu-course") -> dict[str, str]:
-    """The course's pins as the installed ``tpu-course`` wheel recorded them: its ``[course]`` extra, which
-    pyproject.toml fills from requirements.txt at build time. Works wherever the package is installed (Colab,
-    Kaggle, a TPU VM), with no repository file."""
+def course_pins(framework: str, distribution: str = "tpu-course") -> dict[str, str]:
+    """The pins of one framework's environment ("tf", "torch") as the installed ``tpu-course`` wheel recorded them:
+    its ``[tf]`` / ``[torch]`` extra, which pyproject.toml fills from requirements-common.txt and the framework's file
+    at build time (``tensorflow-cpu`` is reported as ``tensorflow``, the name `installed_versions` uses). Works
+    wherever the package is installed (Colab, Kaggle, a TPU VM), with no repository file."""
+    if framework not in PLAN_PACKAGES:
+        raise ValueError(f"framework must be 'tf' or 'torch', not {framework!r}")
     pins = {}
     for req in metadata.requires(distribution) or []:
-        m = re.fullmatch(r"([A-Za-z0-9_.\-]+)(\[[^\]]*\])?\s*==\s*([^\s;]+)\s*;\s*extra\s*==\s*['\"]course['\"]", req)
-        if m:
-            pins[m.group(1).lower().replace("_", "-")] = m.group(3)
+        m = re.fullmatch(r"([A-Za-z0-9_.\-]+)(\[[^\]]*\])?\s*==\s*([^\s;]+)\s*;\s*extra\s*==\s*['\"](\w+)['\"]", req)
+        if m and m.group(4) == framework:
+            name = m.group(1).lower().replace("_", "-")
+            pins["tensorflow" if name == "tensorflow-cpu" else name] = m.group(3)
     return pins
 
 
@@ -50,8 +54,8 @@ def installed_versions(names=None) -> dict[str, str | None]:
     if names is None:  # the key packages and everything an install plan installs
         names = tuple(dict.fromkeys(KEY_PACKAGES + PLAN_PACKAGES["tf"] + PLAN_PACKAGES["torch"]))
     out = {name: installed_version(name) for name in names}
-    if out.get("tensorflow") is None and "tensorflow" in names:  # a TPU runtime: the TPU build stands for it
-        out["tensorflow"] = installed_version("tensorflow-tpu")
+    if out.get("tensorflow") is None and "tensorflow" in names:  # the TPU build (or the CPU one) stands for it
+        out["tensorflow"] = installed_version("tensorflow-tpu") or installed_version("tensorflow-cpu")
     return out
 
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import textwrap
 
+from tpu_helpers.core.frameworks import framework_python
 from tpu_helpers.core.runtime import Runtime, detect_runtime
 
-__all__ = ["tf_first_xla", "torch_xla_first_xla", "ProbeFailed", "tf_host_xla_missing", "require_host_xla",
+__all__ = ["tf_first_xla", "torch_xla_first_xla", "torch_environment", "ProbeFailed", "tf_host_xla_missing", "require_host_xla",
            "HOST_XLA_MISSING"]
 
 _TORCH_SCRIPT = textwrap.dedent("""
@@ -32,6 +32,40 @@ _TORCH_SCRIPT = textwrap.dedent("""
                       "compilations": compile_data[0] if compile_data else 0,
                       "seconds": time.perf_counter() - t, "torch_xla": torch_xla.__version__}))
 """)
+
+
+_VERSIONS_SCRIPT = textwrap.dedent("""
+    import json, sys
+    from importlib import metadata
+    from tpu_helpers.core import versions
+    names = sys.argv[1:]
+    requires = metadata.requires("torch-xla") if versions.installed_version("torch-xla") else None
+    print(json.dumps({"installed": versions.installed_versions(names), "pins": versions.course_pins("torch"),
+                      "torch_xla_requires": requires}))
+""")
+
+
+def _torch_environment(timeout: float) -> dict:
+    from tpu_helpers.core import versions
+
+    names = [*versions.PLAN_PACKAGES["torch"], "torchvision", "libtpu"]
+    proc = subprocess.run([framework_python("torch"), "-c", _VERSIONS_SCRIPT, *names], capture_output=True,
+                          text=True, timeout=timeout)
+    if proc.returncode != 0:
+        raise ProbeFailed(proc.returncode, proc.stdout + proc.stderr)
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def torch_environment(timeout: float = 120) -> tuple[dict[str, str | None], dict[str, str]]:
+    """(installed versions, the course's PyTorch/XLA pins) of the PyTorch/XLA environment (`framework_python`:
+    ./course's own, or this interpreter on Colab/Kaggle), read by a child of that interpreter (no framework import)."""
+    out = _torch_environment(timeout)
+    return out["installed"], out["pins"]
+
+
+def torch_xla_requires(timeout: float = 120) -> list[str]:
+    """The installed torch_xla's requirements (its metadata) in the PyTorch/XLA environment; [] without torch_xla."""
+    return _torch_environment(timeout)["torch_xla_requires"] or []
 
 
 class ProbeFailed(RuntimeError):
@@ -57,7 +91,7 @@ def torch_xla_first_xla(runtime: Runtime | None = None, timeout: float = 300, *,
         env["PJRT_DEVICE"] = "CPU"
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     try:
-        proc = subprocess.run([sys.executable, "-c", _TORCH_SCRIPT], env=env, capture_output=True, text=True,
+        proc = subprocess.run([framework_python("torch"), "-c", _TORCH_SCRIPT], env=env, capture_output=True, text=True,
                               timeout=timeout)
     except subprocess.TimeoutExpired as e:
         parts = [p.decode(errors="replace") if isinstance(p, bytes) else p for p in (e.stdout, e.stderr) if p]

@@ -12,7 +12,6 @@ from typing import Callable
 
 from tpu_helpers.core import tpu_lock
 from tpu_helpers.core.frameworks import TPUHeldError, WrongBuildError, check_tpu_build
-from tpu_helpers.core.versions import installed_version as _installed
 from tpu_helpers.ready import first_xla
 
 __all__ = ["Verdict", "build_check", "torch_xla_libtpu", "libtpu_matches", "fetch_libtpu", "pjrt_api_versions",
@@ -53,14 +52,10 @@ def build_check(runtime, framework: str, *, probe_devices: bool = False, **injec
 
 
 def torch_xla_libtpu(requires: list[str] | None = None) -> str | None:
-    """The libtpu release torch_xla's ``[tpu]`` extra pins (its metadata: ``libtpu==0.0.21`` for 2.9), or None."""
+    """The libtpu release torch_xla's ``[tpu]`` extra pins (its metadata in the PyTorch/XLA environment:
+    ``libtpu==0.0.21`` for 2.9), or None."""
     if requires is None:
-        from importlib import metadata
-
-        try:
-            requires = metadata.requires("torch-xla") or []
-        except metadata.PackageNotFoundError:
-            return None
+        requires = first_xla.torch_xla_requires()
     for req in requires:
         m = re.fullmatch(r"libtpu\s*==\s*([0-9][0-9.]*)\s*;\s*extra\s*==\s*['\"]tpu['\"]", req.strip())
         if m:
@@ -127,12 +122,14 @@ def torch_failure(output: str, returncode: int | None, *, have: str | None, want
             "restart the runtime and run notebook 02 from the top; if it fails there too, report these lines.")
 
 
-def torch_verdict(runtime, *, probe: Callable | None = None, installed: Callable = _installed,
+def torch_verdict(runtime, *, probe: Callable | None = None, installed: Callable | None = None,
                   requires: list[str] | None = None, fetch: Callable = fetch_libtpu,
                   lock_holder: Callable[[], int | None] | None = None) -> tuple[Verdict, dict | None]:
     """PyTorch/XLA's verdict and the probe's result (None when it did not run or failed); on a TPU VM the probe runs
-    with torch_xla's own libtpu, once no other process holds the chips."""
+    with torch_xla's own libtpu, once no other process holds the chips. ``installed``: the PyTorch/XLA environment's
+    versions (`first_xla.torch_environment`) by default."""
     probe = probe or first_xla.torch_xla_first_xla
+    installed = installed or first_xla.torch_environment()[0].get
     xla = installed("torch-xla")
     if not xla:
         return Verdict("torch", None, "", "torch_xla is not installed in this runtime.",

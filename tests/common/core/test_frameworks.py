@@ -53,9 +53,13 @@ def test_loaded_frameworks():
     assert loaded_frameworks({"tensorflow": 1, "torch_xla": 1}) == ["tf", "torch"]
 
 
-def _run(code: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PJRT_DEVICE="CPU", TF_CPP_MIN_LOG_LEVEL="3")  # the installed tpu_helpers
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+def _run(code: str, framework: str) -> subprocess.CompletedProcess:
+    """``code`` in a child of that framework's environment (./course: each has its own), the installed tpu_helpers."""
+    from tpu_helpers.core.frameworks import framework_python
+
+    env = dict(os.environ, PJRT_DEVICE="CPU", TF_CPP_MIN_LOG_LEVEL="3")
+    return subprocess.run([framework_python(framework), "-c", code], capture_output=True, text=True, env=env,
+                          timeout=300)
 
 
 def test_real_clash_gives_a_clear_error_not_an_abort():
@@ -64,7 +68,7 @@ def test_real_clash_gives_a_clear_error_not_an_abort():
                 "from tpu_helpers.core.frameworks import use_framework, FrameworkClashError\n"
                 "try:\n    use_framework('tf')\n"
                 "except FrameworkClashError as e:\n    print('CLEAR:', e); raise SystemExit(3)\n"
-                "import tensorflow\n")
+                "import tensorflow\n", "torch")
     assert proc.returncode == 3, proc.stderr[-2000:]
     assert "CLEAR: PyTorch/XLA is already imported" in proc.stdout and "Restart the kernel" in proc.stdout
 
@@ -72,7 +76,7 @@ def test_real_clash_gives_a_clear_error_not_an_abort():
 def test_tf_process_refuses_torch():
     proc = _run("import tensorflow\n"
                 "from tpu_helpers.core.frameworks import use_framework\n"
-                "use_framework('torch')\n")
+                "use_framework('torch')\n", "tf")
     assert proc.returncode == 1
     assert "FrameworkClashError: TensorFlow is already imported" in proc.stderr
     assert proc.stderr.count("\n") < 15, "a short traceback, not a crash dump"

@@ -49,8 +49,8 @@ def test_read_pins_and_mismatches(tmp_path):
 
 
 def test_repository_pins_are_exact_and_include_the_stack():
-    from course_testing import ROOT
-    pins = read_pins(ROOT / "requirements.txt")
-    assert pins["torch"] == pins["torch-xla"], "torch and torch_xla must match exactly"
-    assert pins["tensorflow"].split(".")[:2] == pins["tf-keras"].split(".")[:2], "tf-keras must match TensorFlow"
-    assert pins["transformers"].startswith("4.57."), "transformers 4.57.x is the last line with TF models"
+    tf, torch = read_pins("tf"), read_pins("torch")
+    assert torch["torch"] == torch["torch-xla"], "torch and torch_xla must match exactly"
+    assert tf["tensorflow-cpu"].split(".")[:2] == tf["tf-keras"].split(".")[:2], "tf-keras must match TensorFlow"
+    assert tf["transformers"].startswith("4.57."), "transformers 4.57.x is the last line with TF models"
+    assert torch["transformers"].startswith("5."), "the PyTorch/XLA notebooks use transformers 5"

@@ -40,7 +40,7 @@ def course_env(tmp_path):
     if not os.environ.get("TPU_COURSE_TEST_RUN"):  # by hand from a work tree: install nothing into the shared one
         root = tmp_path / "env-root"
         root.mkdir()
-        key = Path(sys.prefix).name.removeprefix("env-")
+        key = Path(sys.prefix).name.rsplit("-", 1)[-1]  # env-tf-<key>: the TensorFlow environment runs the lab
         (root / f"tpu-lab-{key}").write_text(sys.prefix + "\n")
         env["TPU_COURSE_ENV_ROOT"] = str(root)
     return env

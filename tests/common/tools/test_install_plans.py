@@ -70,9 +70,7 @@ def tpu_tf_problems(calls: list[list[str]]) -> list[str]:
 @pytest.mark.parametrize("accelerator", install_plan.ACCELERATORS)
 @pytest.mark.parametrize("framework", install_plan.FRAMEWORKS)
 def test_install_cell_runs_the_plan_of_its_target(framework, accelerator, host, python, monkeypatch):
-    paths = [p for p in nc.notebook_paths()
-             if nbformat.read(p, as_version=4).metadata["tpu_course"]["framework"] == framework]
-    source = nbformat.read(paths[0], as_version=4).cells[1].source
+    source = nc.install_source(framework)  # every notebook of the framework carries it (test_notebook_conventions)
     env = {"PATH": "/usr/bin", **HOSTS[host]}
     if accelerator == "tpu" and host == "colab":
         env["TPU_ACCELERATOR_TYPE"] = "v5litepod-1"
@@ -100,25 +98,67 @@ def test_install_cell_runs_the_plan_of_its_target(framework, accelerator, host, 
             kept = install_plan.image_snapshot("kaggle")[1]
             for name in ("torch", "torch-xla", "torchvision", "torchaudio", "libtpu"):
                 assert f"{name}=={kept[name]}" in flat, name
-        elif python == "3.13":  # libtpu 0.0.21 (torch_xla[tpu]'s pin) has no cp313 wheel; 0.0.21.1 has
+        elif python == "3.13" or host == "colab":  # libtpu 0.0.21 has no cp313 wheel (Colab's Python); 0.0.21.1 has
             assert "torch_xla[tpu]" not in flat and "libtpu==0.0.21.1" in flat
         else:
             assert "torch_xla[tpu]==" in flat
+        # the image's Hugging Face stack stays (transformers 5 on Colab's and Kaggle's TPU images, Colab's CPU/GPU)
+        if (host, accelerator) in install_plan.SNAPSHOTS:
+            have = install_plan.image_snapshot(host, accelerator=accelerator)[1]
+            assert not [a for a in flat.split() if a.split("==")[0] in have and a.split("==")[0] in install_plan.HF_STACK]
+            assert "lightning==" in flat
+
+
+def test_pytorch_plans_keep_the_hosted_images_hugging_face_stack():
+    """Issue: notebook 05's cell moved Colab's transformers 5.15 -> 4.57.6 and hub 1.27 -> 0.36, and on Kaggle pip's
+    red ERROR (diffusers needs hub >= 1.32). Now the torch plans install none of the image's HF packages."""
+    plans = install_plan.plan_variants("torch", "o/r", version="0.0.0")
+    colab = " ".join(a for c in plans["tpu-colab"] for a in c)
+    for name in install_plan.HF_STACK:
+        assert f"{name}==" not in colab, name
+    assert "libtpu==0.0.21.1" in colab and "lightning==" in colab  # Colab's Python 3.13 variant, plus what it lacks
+    kaggle = " ".join(a for c in plans["tpu-kaggle"] for a in c)
+    assert "huggingface-hub==" not in kaggle and "transformers==" not in kaggle
+    assert f"datasets=={install_plan.read_pins('torch')['datasets']}" in kaggle  # the image has none
+    for key in ("cpu-colab", "gpu-colab"):
+        assert "transformers==" not in " ".join(a for c in plans[key] for a in c), key
+    # the TensorFlow plans keep transformers 4.57 (the last line with TF models) everywhere
+    for calls in install_plan.plan_variants("tf", "o/r", version="0.0.0").values():
+        assert f"transformers=={install_plan.read_pins('tf')['transformers']}" in [a for c in calls for a in c]
+    # an image with transformers 4 keeps nothing (the PyTorch lessons need transformers 5)
+    assert install_plan.keeps_hf("torch", "tpu", None, install_plan.read_pins("torch")) == set()
+    assert install_plan.keeps_hf("tf", "tpu", "colab", install_plan.read_pins("tf")) == set()
+
+
+def test_each_environment_reads_its_own_pin_files_and_the_marked_no_deps_pin():
+    tf, torch = install_plan.read_pins("tf"), install_plan.read_pins("torch")
+    common = install_plan.read_pins(install_plan.COMMON)
+    assert common.items() <= tf.items() and common.items() <= torch.items()
+    assert tf["transformers"].startswith("4.57.") and torch["transformers"].startswith("5.")
+    assert not {"torch", "torch-xla", "accelerate", "lightning"} & set(tf)
+    assert not {"tensorflow", "tensorflow-cpu", "tf-keras"} & set(torch)
+    assert install_plan.no_deps_pins("tf") == [f"tf-keras=={tf['tf-keras']}"] and install_plan.no_deps_pins("torch") == []
+    assert install_plan.pip_check_expected("tf") == [f"tf-keras {tf['tf-keras']} requires tensorflow, which is not "
+                                                     "installed."]
+    assert "tf-keras" not in install_plan.read_pins(install_plan.REQUIREMENTS["tf"])  # a comment to pip and setuptools
+    course = (ROOT / "course").read_text()
+    assert "no-deps \"$fw\"" in course and "pip-check-expected" in course
 
 
 @pytest.mark.parametrize("python", ["3.10", "3.14"])
 def test_install_cell_stops_on_a_python_the_course_does_not_support(python, monkeypatch):
-    source = nbformat.read(nc.notebook_paths()[0], as_version=4).cells[1].source
+    source = nc.install_source("tf")
     monkeypatch.setattr(sys, "version_info", (3, int(python.split(".")[1]), 0, "final", 0))
     with pytest.raises(SystemExit, match=rf"Python {python}; the course supports 3.11-3.13"):
         run_install_cell(source, {"PATH": "/usr/bin", **HOSTS["colab"]}, DEVICES["tpu"], monkeypatch)
 
 
 def test_install_cell_names_the_expected_conflicts_and_only_those(monkeypatch, capsys):
-    """pip's red ERROR after the install (Kaggle's diffusers wants huggingface-hub 1.x, the course pins 0.36): the cell
-    says right after it that it is expected and harmless, because diffusers is not a package the course uses; a
-    conflict of one of the course's packages (transformers, here) is called not expected."""
-    source = nbformat.read(nc.notebook_paths()[2], as_version=4).cells[1].source  # a PyTorch notebook
+    """pip's red ERROR after a TensorFlow notebook's install on Kaggle (its diffusers wants huggingface-hub >= 1.32, the
+    TensorFlow pins 0.36; the PyTorch plans keep the image's hub): the cell says right after it that it is expected and
+    harmless, because diffusers is not a package the course uses; a conflict of one of the course's packages
+    (transformers, here) is called not expected."""
+    source = nc.install_source("tf")
     report = ("ERROR: pip's dependency resolver does not currently take into account all the packages that are "
               "installed. This behaviour is the source of the following dependency conflicts.\n"
               "diffusers 0.42.1 requires huggingface-hub<3.0,>=1.32.0, but you have huggingface-hub 0.36.2 which is "
@@ -144,14 +184,21 @@ def test_the_conflict_rule_reads_both_of_pips_wordings():
     assert install_plan.conflict_parts("Diffusers 0.42.1 has requirement huggingface-hub<3.0,>=1.32.0, but you have "
                                        "huggingface-hub 0.36.2.") == ("diffusers", "huggingface-hub")
     assert install_plan.conflict_parts("No broken requirements found.") is None
-    course = install_plan.course_distributions(install_plan.plan_roots(install_plan.hosted_plan("torch", "cpu", "o/r")))
+    # read where the PyTorch/XLA packages are installed (the torch environment: ./course names its interpreter)
+    from tpu_helpers.core.frameworks import framework_python
+
+    script = ("import json, sys; sys.path.insert(0, sys.argv[1]); import install_plan as p; "
+              "print(json.dumps(sorted(p.course_distributions(p.plan_roots(p.hosted_plan('torch', 'cpu', 'o/r'))))))")
+    proc = subprocess.run([framework_python("torch"), "-c", script, str(ROOT / "tools")], capture_output=True,
+                          text=True, timeout=120)
+    course = set(__import__("json").loads(proc.stdout))
     assert {"torch", "torchvision", "lightning", "torchmetrics", "transformers", "huggingface-hub", "tpu-course"} <= course
     assert "diffusers" not in course and "--extra-index-url" not in course
 
 
 def test_install_cell_takes_another_helper_when_told(monkeypatch):
     """The hosted rehearsal (and an offline classroom) installs the helper from a wheel file instead of GitHub."""
-    source = nbformat.read(nc.notebook_paths()[0], as_version=4).cells[1].source
+    source = nc.install_source("tf")
     env = {"PATH": "/usr/bin", **HOSTS["kaggle"], "TPU_COURSE_HELPER": "/tmp/tpu_course-0-py3-none-any.whl"}
     calls = run_install_cell(source, env, DEVICES["tpu"], monkeypatch)
     assert calls[-1] == ["-q", "install", "--no-deps", "/tmp/tpu_course-0-py3-none-any.whl"]
@@ -189,7 +236,7 @@ def test_snapshots_are_dated_and_sourced():
 def test_every_torch_the_plans_install_comes_with_its_own_torchvision_and_torchaudio():
     """A plan that changes torch pins the torchvision and torchaudio built for it (their wheels require torch==...
     exactly: `resolve_plans` resolves them together on each image's Python, tests/hosted)."""
-    pins = install_plan.read_pins()
+    pins = install_plan.read_pins("torch")
     family = install_plan.TORCH_COMPANIONS[pins["torch"]]
     assert family["torchaudio"] == pins["torch"]  # torchaudio's releases carry torch's version
     major, minor = pins["torch"].split(".")[:2]
@@ -203,10 +250,10 @@ def test_notebook_00_checks_what_its_plan_installs():
     from tpu_helpers.core import versions
 
     for fw in install_plan.FRAMEWORKS:
-        planned = {n.lower() for n in install_plan.FRAMEWORK_PINS[fw] + tuple(install_plan.HOSTED_COMMON)
-                   + tuple(install_plan.HOSTED_EXTRA[fw])}
+        planned = {n.lower().replace("tensorflow-cpu", "tensorflow") for n in install_plan.FRAMEWORK_PINS[fw]
+                   + tuple(install_plan.HOSTED_COMMON) + tuple(install_plan.HOSTED_EXTRA[fw])}
         assert planned == set(versions.PLAN_PACKAGES[fw]), fw
-    pins = install_plan.read_pins()
+    pins = {n.replace("tensorflow-cpu", "tensorflow"): v for n, v in install_plan.read_pins("tf").items()}
     colab = {"tensorflow": "2.20.0", "tf-keras": pins["tf-keras"], "transformers": pins["transformers"],
              "torch-xla": "2.9.0", "accelerate": "1.14.0", "jax": "0.7.2"}
     mismatches, kept = versions.plan_check("tf", pins, colab)
@@ -231,15 +278,16 @@ def test_install_cell_does_nothing_off_colab_and_kaggle(monkeypatch):
 
 
 def test_cloud_tpu_vm_environments_hold_one_framework_each_with_its_tpu_build():
-    pins = install_plan.read_pins()
+    pins = {**install_plan.read_pins("tf"), **install_plan.read_pins("torch")}
     tf_env = install_plan.vm_requirements("tf")
     torch_env = install_plan.vm_requirements("torch")
     names = lambda lines: {re.split(r"[=\[<>~ ]", ln.split("#")[0].strip())[0].lower().replace("_", "-")  # noqa: E731
                            for ln in lines if ln.split("#")[0].strip()}
     assert {"tensorflow-tpu", "libtpu"} <= names(tf_env)
-    assert not names(tf_env) & {"tensorflow", "tf-keras", "torch", "torch-xla", "accelerate"}  # accelerate needs torch
+    assert not names(tf_env) & {"tensorflow", "tensorflow-cpu", "tf-keras", "torch", "torch-xla", "accelerate"}
     assert install_plan.vm_no_deps("tf") == [f"tf-keras=={pins['tf-keras']}"]
-    assert f"torch_xla[tpu]=={pins['torch-xla']}" in torch_env and not names(torch_env) & {"tensorflow", "tf-keras"}
+    assert f"torch_xla[tpu]=={pins['torch-xla']}" in torch_env
+    assert not names(torch_env) & {"tensorflow", "tensorflow-cpu", "tf-keras"}
     assert install_plan.vm_no_deps("torch") == []
     shared = names(install_plan.vm_requirements("tf")) & names(torch_env)
     assert {"transformers", "jupyterlab", "ipykernel"} <= shared
@@ -249,7 +297,7 @@ def test_course_setup_tpu_and_lab_name_the_kernels_the_notebooks_ask_for():
     course = (ROOT / "course").read_text()
     for fw in install_plan.FRAMEWORKS:
         assert nc.KERNELSPECS[fw]["name"] == f"tpu-course-{fw}"
-    assert '--name "tpu-course-$fw"' in course and "setup_tpu" in course and "vm-no-deps" in course
+    assert '--name "tpu-course-$fw"' in course and "setup_tpu" in course and '"${PLAN[@]}" vm "$fw"' in course
     for path in nc.notebook_paths():
         nb = nbformat.read(path, as_version=4)
         assert nb.metadata.kernelspec == nc.KERNELSPECS[nb.metadata.tpu_course.framework]
@@ -271,7 +319,8 @@ def test_badges_and_helper_pin_follow_the_project_version():
 def test_the_wheel_holds_every_module_and_the_course_pins(tmp_path):
     src = tmp_path / "src"
     src.mkdir()
-    for name in ("pyproject.toml", "README.md", "requirements.txt"):
+    for name in ("pyproject.toml", "README.md", "requirements-common.txt", "requirements-tf.txt",
+                 "requirements-torch.txt"):
         (src / name).write_bytes((ROOT / name).read_bytes())
     subprocess.run(["cp", "-r", str(ROOT / "tpu_helpers"), str(src)], check=True)
     proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path / "w"),
@@ -284,10 +333,12 @@ def test_the_wheel_holds_every_module_and_the_course_pins(tmp_path):
             "tpu_helpers/gcs_emulator/__init__.py"} <= names
     assert modules <= names, sorted(modules - names)
     metadata = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("METADATA"))).decode()
-    pins = install_plan.read_pins()
-    for name in ("tensorflow", "transformers", "torch-xla"):
-        assert re.search(rf"Requires-Dist: {re.escape(name)}=={re.escape(pins[name])} ?; extra == \"course\"",
-                         metadata.replace("torch_xla", "torch-xla"), re.I), name
+    for fw, names in (("tf", ("tensorflow-cpu", "transformers")), ("torch", ("torch-xla", "transformers"))):
+        pins = install_plan.read_pins(fw)
+        for name in names:
+            assert re.search(rf"Requires-Dist: {re.escape(name)}=={re.escape(pins[name])} ?; extra == \"{fw}\"",
+                             metadata.replace("torch_xla", "torch-xla"), re.I), (fw, name)
+    assert not re.search(r"Requires-Dist: tf[-_]keras", metadata, re.I)  # installed --no-deps, never by pip's resolver
 
 
 def test_the_installed_package_is_the_wheel_and_knows_the_pins():
@@ -295,16 +346,19 @@ def test_the_installed_package_is_the_wheel_and_knows_the_pins():
     from tpu_helpers.core import versions
 
     assert ROOT not in Path(tpu_helpers.__file__).resolve().parents, "tests must import the installed wheel"
-    assert versions.course_pins() == {k: v for k, v in install_plan.read_pins().items()}
+    for fw in install_plan.FRAMEWORKS:
+        pins = {k.replace("tensorflow-cpu", "tensorflow"): v for k, v in install_plan.read_pins(fw).items()
+                if f"{k}=={v}" not in install_plan.no_deps_pins(fw)}
+        assert versions.course_pins(fw) == pins, fw
 
 
 def test_lightning_comes_with_the_pytorch_xla_plans_only_and_no_cloud_tpu_client():
     """Notebook 07: the torch plans install the pinned lightning (on a TPU beside torch_xla[tpu]); the TF ones and
     the TF VM environment never (lightning requires torch); the guide's obsolete cloud-tpu-client nowhere."""
-    pins = install_plan.read_pins()
+    pins = install_plan.read_pins("torch")
     for acc in install_plan.ACCELERATORS:
         torch_plan = [a for c in install_plan.hosted_plan("torch", acc, "o/r", pins, "0.0.0") for a in c]
-        tf_plan = [a for c in install_plan.hosted_plan("tf", acc, "o/r", pins, "0.0.0") for a in c]
+        tf_plan = [a for c in install_plan.hosted_plan("tf", acc, "o/r", None, "0.0.0") for a in c]
         assert f"lightning=={pins['lightning']}" in torch_plan and not any("lightning" in a for a in tf_plan)
         assert not any("cloud-tpu-client" in a for a in torch_plan + tf_plan)
     assert not any(ln.startswith("lightning") for ln in install_plan.vm_requirements("tf"))

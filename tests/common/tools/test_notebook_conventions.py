@@ -45,11 +45,13 @@ def test_links_file_is_current():
 
 
 def test_install_cell_pins_match_requirements():
+    """Each framework's install cell carries that framework's pins (TensorFlow: transformers 4.57; torch: 5)."""
     from install_plan import read_pins
-    pins = read_pins(ROOT / "requirements.txt")
+    tf, torch = read_pins("tf"), read_pins("torch")
     tf_cell, torch_cell = nc.install_source("tf"), nc.install_source("torch")
-    assert f"tensorflow-tpu=={pins['tensorflow']}" in tf_cell and f"transformers=={pins['transformers']}" in tf_cell
-    assert f"torch_xla[tpu]=={pins['torch-xla']}" in torch_cell and f"accelerate=={pins['accelerate']}" in torch_cell
+    assert f"tensorflow-tpu=={tf['tensorflow-cpu']}" in tf_cell and f"transformers=={tf['transformers']}" in tf_cell
+    assert f"torch_xla[tpu]=={torch['torch-xla']}" in torch_cell and f"accelerate=={torch['accelerate']}" in torch_cell
+    assert f"transformers=={torch['transformers']}" in torch_cell and tf["transformers"] != torch["transformers"]
 
 
 def test_readme_maps_every_notebook():

@@ -34,7 +34,12 @@ def test_run_all_twice_in_one_kernel(name, monkeypatch):
     if name in PARAMETERS:
         cell = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
         cell.source += "\n" + PARAMETERS[name] + "\n"
-    client = NotebookClient(nb, timeout=900, kernel_name="python3",
+    # the notebook's own kernel (./course registers tpu-course-tf / -torch, each with its environment's python)
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    kernel = nb.metadata.kernelspec.name
+    kernel = kernel if kernel in KernelSpecManager().find_kernel_specs() else "python3"
+    client = NotebookClient(nb, timeout=900, kernel_name=kernel,
                             resources={"metadata": {"path": str(path.parent)}})
     with client.setup_kernel():
         for run in (1, 2):

@@ -94,7 +94,7 @@ def test_this_kernel_holding_the_tpu_says_restart():
 def test_torch_xla_s_own_libtpu_release_comes_from_its_metadata():
     assert verdicts.torch_xla_libtpu(TORCH_XLA_29) == "0.0.21" and verdicts.torch_xla_libtpu(TORCH_XLA_28) == "0.0.17"
     assert verdicts.torch_xla_libtpu(["numpy", "pyyaml"]) is None
-    assert verdicts.torch_xla_libtpu() == "0.0.21"  # this environment's torch_xla 2.9.0
+    assert verdicts.torch_xla_libtpu() == "0.0.21"  # the PyTorch/XLA environment's torch_xla 2.9.0 (a child reads it)
     assert verdicts.libtpu_matches("0.0.21.1", "0.0.21") and verdicts.libtpu_matches("0.0.21", "0.0.21")
     assert not verdicts.libtpu_matches("0.0.14", "0.0.21") and not verdicts.libtpu_matches("0.0.210", "0.0.21")
     assert not verdicts.libtpu_matches(None, "0.0.21")
