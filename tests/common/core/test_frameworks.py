@@ -32,7 +32,7 @@ def test_import_tensorflow_refuses_beside_torch_xla_before_importing_it():
 
 
 def test_the_lesson_modules_share_one_tensorflow_import():
-    """One home for the lazy ``import tensorflow`` (issue 29): no module defines its own ``_tf()`` helper."""
+    """One home for the lazy ``import tensorflow``: no module defines its own ``_tf()`` helper."""
     root = Path(__file__).resolve().parents[3] / "tpu_helpers"
     own = sorted(str(p.relative_to(root)) for p in root.rglob("*.py") if "def _tf(" in p.read_text(encoding="utf-8"))
     assert own == [], f"use tpu_helpers.core.frameworks.import_tensorflow() instead of a private _tf() in {own}"
