@@ -5,8 +5,6 @@ import os
 from pathlib import Path
 from typing import Callable
 
-__all__ = ["LIBTPU_LOCKFILE", "TPUHeldError", "libtpu_lock_holder", "held_message", "held_problem", "check_tpu_free"]
-
 LIBTPU_LOCKFILE = "/tmp/libtpu_lockfile"
 
 
@@ -14,12 +12,11 @@ class TPUHeldError(RuntimeError):
     """Another process holds the TPU; the message names it and says how to free the chips."""
 
 
-def libtpu_lock_holder(path: str | os.PathLike[str] = LIBTPU_LOCKFILE, proc_locks: str = "/proc/locks",
+def libtpu_lock_holder(path: str | os.PathLike[str] | None = None, proc_locks: str = "/proc/locks",
                        self_pid: int | None = None) -> int | None:
-    """The pid of another process holding libtpu's lock on `path` (``/proc/locks``: ``N: POSIX ADVISORY WRITE <pid>
-    <major>:<minor>:<inode> ...``), or None."""
-    try:
-        st = os.stat(path)
+    """The pid of another process holding libtpu's lock on `path` (default `LIBTPU_LOCKFILE`), or None."""
+    try:  # /proc/locks lines: N: POSIX ADVISORY WRITE <pid> <major>:<minor>:<inode> ...
+        st = os.stat(path or LIBTPU_LOCKFILE)
         lines = Path(proc_locks).read_text().splitlines()
     except OSError:
         return None
@@ -59,16 +56,10 @@ def held_message(pid: int | None, path: str = LIBTPU_LOCKFILE) -> tuple[str, str
 
 
 def held_problem(lock_holder: Callable[[], int | None] | None = None) -> str | None:
-    """"What happened. To fix: ..." when another process holds the TPU (``lock_holder``: `libtpu_lock_holder`), else None."""
+    """"What happened. To fix: ..." when another process holds the TPU, else None."""
     pid = (lock_holder or libtpu_lock_holder)()
     if pid is None:
         return None
-    what, fix = held_message(pid)
+    what, fix = held_message(pid, LIBTPU_LOCKFILE)
     return f"{what} To fix: {fix}"
 
-
-def check_tpu_free(lock_holder: Callable[[], int | None] | None = None) -> None:
-    """Raise `TPUHeldError` naming the holder when another process holds libtpu's lock; else return."""
-    problem = held_problem(lock_holder)
-    if problem:
-        raise TPUHeldError(problem)

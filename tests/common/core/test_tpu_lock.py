@@ -3,7 +3,7 @@ taken by a child process stands in for libtpu's)."""
 import pytest
 from course_testing import held_libtpu_lock
 
-from tpu_helpers.core import tpu_lock
+from tpu_helpers.core import frameworks, tpu_lock
 from tpu_helpers.core.frameworks import check_tpu_build
 from tpu_helpers.core.tpu_lock import TPUHeldError, libtpu_lock_holder
 
@@ -32,19 +32,22 @@ def test_no_holder_without_file_or_lock(tmp_path):
     assert libtpu_lock_holder(free) is None
 
 
-def test_every_notebooks_first_cell_names_the_kernel_that_holds_the_tpu(held_lock):
+@pytest.fixture
+def torch_tpu_build(monkeypatch):
+    monkeypatch.setattr(frameworks, "installed_version", lambda name: "1")
+    monkeypatch.setattr(frameworks, "_tpu_devices", lambda key: ["TPU"])
+
+
+def test_every_notebooks_first_cell_names_the_kernel_that_holds_the_tpu(held_lock, torch_tpu_build, monkeypatch):
     path, pid = held_lock
+    monkeypatch.setattr(tpu_lock, "LIBTPU_LOCKFILE", str(path))
     with pytest.raises(TPUHeldError) as e:
-        check_tpu_build(_TPUVM(), "torch", installed=lambda n: "1", tpu_devices=lambda: ["TPU"],
-                        lock_holder=lambda: libtpu_lock_holder(path))
+        check_tpu_build(_TPUVM(), "torch")
     msg = str(e.value)
     assert f"process {pid}" in msg and "ipykernel_launcher" in msg, msg  # which process, and what it is
-    assert "shut that kernel down" in msg and f"kill {pid}" in msg and "rm " in msg
-    with pytest.raises(TPUHeldError):
-        tpu_lock.check_tpu_free(lambda: libtpu_lock_holder(path))
+    assert "shut that kernel down" in msg and f"kill {pid}" in msg and f"rm {path}" in msg
 
 
-def test_a_free_tpu_passes(tmp_path):
-    assert "PJRT device TPU" in check_tpu_build(_TPUVM(), "torch", installed=lambda n: "1",
-                                                tpu_devices=lambda: ["TPU"], lock_holder=lambda: None)
-    tpu_lock.check_tpu_free(lambda: libtpu_lock_holder(tmp_path / "none"))
+def test_a_free_tpu_passes(tmp_path, torch_tpu_build, monkeypatch):
+    monkeypatch.setattr(tpu_lock, "LIBTPU_LOCKFILE", str(tmp_path / "none"))
+    assert "PJRT device TPU" in check_tpu_build(_TPUVM(), "torch")

@@ -52,26 +52,37 @@ def tpu_result(output=""):
 
 
 # ------------------------------------------------------------------------------------------------ builds
-def test_the_build_checks_report_instead_of_stopping_the_notebook():
-    no_one = lambda: None  # noqa: E731
-    cpu_build = dists(tensorflow="2.20.0", libtpu="0.0.14")  # the install cell not run (Kaggle ships tensorflow-cpu)
-    ok, found = verdicts.build_check(KAGGLE_V5E_8, "tf", installed=cpu_build, lock_holder=no_one)
+def _build(monkeypatch, installed, devices=()):
+    """check_tpu_build's view of this kernel: `installed` distributions, `devices` TPUs, no other TPU holder."""
+    from tpu_helpers.core import frameworks, tpu_lock
+
+    monkeypatch.setattr(frameworks, "installed_version", installed)
+    monkeypatch.setattr(frameworks, "_tpu_devices", lambda key: list(devices))
+    monkeypatch.setattr(tpu_lock, "libtpu_lock_holder", lambda: None)
+
+
+def test_the_build_checks_report_instead_of_stopping_the_notebook(monkeypatch):
+    _build(monkeypatch, dists(tensorflow="2.20.0", libtpu="0.0.14"))  # the install cell not run (Kaggle: tf-cpu)
+    ok, found = verdicts.build_check(KAGGLE_V5E_8, "tf")
     assert not ok and "CPU build of TensorFlow" in found and "install cell" in found
-    ok, found = verdicts.build_check(COLAB_V5E_1, "tf", installed=COLAB_AFTER_TF_PLAN, lock_holder=no_one)
+    _build(monkeypatch, COLAB_AFTER_TF_PLAN)
+    ok, found = verdicts.build_check(COLAB_V5E_1, "tf")
     assert ok and "tensorflow-tpu 2.20.0, libtpu 0.0.14" in found
-    ok, found = verdicts.build_check(COLAB_V5E_1, "tf", probe_devices=True, installed=COLAB_AFTER_TF_PLAN,
-                                     tpu_devices=list, lock_holder=no_one)
+    ok, found = verdicts.build_check(COLAB_V5E_1, "tf", probe_devices=True)
     assert not ok and "lists no TPU device" in found
     ok, found = verdicts.build_check(CPU, "tf")
     assert ok and "not on a TPU" in found
 
 
-def test_a_held_tpu_is_reported_with_its_holder(tmp_path):
+def test_a_held_tpu_is_reported_with_its_holder(tmp_path, monkeypatch):
+    from tpu_helpers.core import frameworks, tpu_lock
     from tpu_helpers.core.tpu_lock import libtpu_lock_holder
 
+    monkeypatch.setattr(frameworks, "installed_version", COLAB_AFTER_TF_PLAN)
     with held_libtpu_lock(tmp_path / "libtpu_lockfile", "-m", "ipykernel_launcher") as pid:
         holder = lambda: libtpu_lock_holder(tmp_path / "libtpu_lockfile")  # noqa: E731
-        ok, found = verdicts.build_check(COLAB_V5E_1, "tf", installed=COLAB_AFTER_TF_PLAN, lock_holder=holder)
+        monkeypatch.setattr(tpu_lock, "LIBTPU_LOCKFILE", str(tmp_path / "libtpu_lockfile"))
+        ok, found = verdicts.build_check(COLAB_V5E_1, "tf")
         assert ok is None and f"process {pid}" in found
         tf_held = verdicts.tf_verdict(COLAB_V5E_1, ok, found, {"xla": True, "device": "/CPU:0"})
         assert tf_held.works is None and tf_held.line().startswith("TensorFlow: not checked. The TPU is already in use")
