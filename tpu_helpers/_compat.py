@@ -4,10 +4,6 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-__all__ = ["accelerate_found_torch_xla", "xla_runtime_is_initialized", "accelerate_state_exists",
-           "reset_accelerate_state", "hide_torch_xla_and_accelerate_from_transformers", "fake_gcs_server_binary",
-           "dataset_variant", "create_optimizer_slots"]
-
 
 def accelerate_found_torch_xla(imports_module: Any) -> bool:
     """Whether accelerate decided at import that torch_xla is usable (its cached ``_torch_xla_available``)."""

@@ -3,8 +3,6 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["Claims"]
-
 
 class Claims:
     """``with Claims("3 · shapes") as claim: claim("one graph per bucket", graphs == 3, graphs)``, then

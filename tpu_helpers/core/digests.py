@@ -4,8 +4,6 @@ from __future__ import annotations
 import hashlib
 from typing import Any, Iterable
 
-__all__ = ["weights_digest"]
-
 
 def weights_digest(named_arrays: Iterable[tuple[str, Any]]) -> int:
     """A 63-bit SHA-256 digest of (name, numpy array) pairs, in order: each name, shape, dtype and the array's bytes."""

@@ -1,5 +1,4 @@
-"""Exercise self-checks: `answer` (the learner's, or the reference when solutions are on), `run_check` and `report`
-(a wrong answer raises only in strict mode: solutions on, or ``TPU_COURSE_STRICT_EXERCISES=1``)."""
+"""Exercise self-checks: the learner's `answer` (or the reference, with solutions on), `run_check` and `report`."""
 from __future__ import annotations
 
 import functools
@@ -8,15 +7,14 @@ import os
 from dataclasses import dataclass
 from typing import Any, Callable
 
-__all__ = ["CheckResult", "ExerciseFailed", "NotAttempted", "answer", "report", "solutions_enabled",
-           "run_check", "call_answer", "short", "SOLUTIONS_ENV", "STRICT_ENV"]
-
 SOLUTIONS_ENV = "TPU_COURSE_SOLUTIONS"
-STRICT_ENV = "TPU_COURSE_STRICT_EXERCISES"
+STRICT_ENV = "TPU_COURSE_STRICT_EXERCISES"  # a wrong answer raises (as it does with solutions on)
 
 
 @dataclass(frozen=True)
 class CheckResult:
+    """A check's verdict and its message for the learner."""
+
     passed: bool
     message: str
     attempted: bool = True
@@ -30,21 +28,16 @@ class ExerciseFailed(AssertionError):
 
 
 class NotAttempted(Exception):
-    """Raised by a check helper when the answer is still the skeleton."""
+    """Raised by a check when the answer is still the skeleton."""
 
 
-def solutions_enabled(flag: bool | None = None) -> bool:
-    """The notebook's ``SOLUTIONS`` parameter if set (True/False), else ``TPU_COURSE_SOLUTIONS=1``."""
-    return bool(flag) if flag is not None else os.environ.get(SOLUTIONS_ENV, "") in ("1", "true", "yes")
-
-
-def _strict(flag: bool | None = None) -> bool:
-    return solutions_enabled(flag) or os.environ.get(STRICT_ENV, "") in ("1", "true", "yes")
+def _env_on(name: str) -> bool:
+    return os.environ.get(name, "") in ("1", "true", "yes")
 
 
 def answer(learner_answer: Any, solutions: bool | None = None, *, lesson: str, name: str | None = None) -> Any:
-    """The learner's answer, or ``<lesson>.solutions.<name>`` (default: the answer's ``__name__``) when solutions are on."""
-    if not solutions_enabled(solutions):
+    """The learner's answer, or ``<lesson>.solutions.<name>`` when solutions are on (``SOLUTIONS`` or the env)."""
+    if not (bool(solutions) if solutions is not None else _env_on(SOLUTIONS_ENV)):
         return learner_answer
     name = name or getattr(learner_answer, "__name__", None)
     if not name:
@@ -57,7 +50,7 @@ def answer(learner_answer: Any, solutions: bool | None = None, *, lesson: str, n
 
 
 def answer_for(lesson: str) -> Callable[..., Any]:
-    """`answer` bound to one lesson package (``answer = answer_for(__package__)`` in its ``exercise_checks.py``)."""
+    """`answer` bound to one lesson package (``answer = answer_for(__package__)``)."""
     return functools.partial(answer, lesson=lesson)
 
 
@@ -74,10 +67,10 @@ def run_check(check: Callable[[], str]) -> CheckResult:
         return CheckResult(False, str(e))
 
 
-def report(result: CheckResult, solutions: bool | None = None) -> CheckResult:
-    """Print the verdict; in strict mode (CI) a failure raises `ExerciseFailed`."""
+def report(result: CheckResult) -> CheckResult:
+    """Print the verdict; with solutions on or ``TPU_COURSE_STRICT_EXERCISES=1`` a failure raises `ExerciseFailed`."""
     print(("✅ Right: " if result.passed else "❌ Not yet: " if result.attempted else "⏳ ") + result.message)
-    if not result.passed and _strict(solutions):
+    if not result.passed and (_env_on(SOLUTIONS_ENV) or _env_on(STRICT_ENV)):
         raise ExerciseFailed(result.message)
     return result
 
@@ -89,14 +82,13 @@ def short(value: Any, limit: int = 80) -> str:
 
 
 def call_answer(fn: Callable, *args: Any, what: str, **kwargs: Any) -> Any:
-    """Call the learner's ``fn`` (``what``: e.g. "masked_mean(loss, labels)"); any error but the skeleton's
-    ``NotImplementedError`` becomes a one-line AssertionError."""
+    """Call the learner's ``fn`` (``what``: the call, for messages); its error becomes a one-line AssertionError."""
     if not callable(fn):
         raise AssertionError(f"{what.split('(')[0]} must be a function, but it is {short(fn)}")
     try:
         return fn(*args, **kwargs)
     except NotImplementedError:
-        raise
+        raise  # the skeleton: "not attempted"
     except AssertionError as e:
         raise AssertionError(f"{what} failed an assert of its own: {e}") from None
     except Exception as e:  # noqa: BLE001 (the learner's error, reported in one line)

@@ -5,8 +5,6 @@ import json
 import os
 from typing import Any
 
-__all__ = ["write_json_atomic"]
-
 
 def write_json_atomic(path: str | os.PathLike[str], payload: dict[str, Any]) -> None:
     """`payload` as JSON at `path`, through a temporary file and a rename: a reader sees all of it or none."""

@@ -193,6 +193,6 @@ def check_tpu_build(runtime, framework: str, *, probe_devices: bool = True) -> s
     if not probe_devices:
         return f"PyTorch/XLA's TPU build is installed (torch_xla {xla}, libtpu {libtpu})"
     if not list(_tpu_devices(key)):
-        raise WrongBuildError(f"torch_xla {xla} with libtpu {libtpu} does not pick "
-                              f"the TPU (PJRT_DEVICE={os.environ.get('PJRT_DEVICE')}): unset PJRT_DEVICE, or {restart}.")
+        raise WrongBuildError(f"torch_xla {xla} with libtpu {libtpu} does not pick the TPU "
+                              f"(PJRT_DEVICE={os.environ.get('PJRT_DEVICE')}): unset PJRT_DEVICE, or {restart}.")
     return f"PyTorch/XLA's TPU build (torch_xla {xla}, libtpu {libtpu}): PJRT device TPU"

@@ -8,9 +8,6 @@ from typing import Iterator
 
 from tpu_helpers.core.network import why_unreachable
 
-__all__ = ["PINNED_REVISIONS", "HubUnavailableError", "hub_access", "hub_offline", "hub_reachable",
-           "pinned_revision"]
-
 # the course's defaults at a commit (bert-base-uncased's main of 2024-2026, wikitext's parquet layout); BANKING77's
 # is `tpu_helpers.banking77.dataset.HUB_REVISION`; the course never sets trust_remote_code
 PINNED_REVISIONS = {

@@ -5,8 +5,6 @@ import urllib.error
 import urllib.request
 from typing import Mapping
 
-__all__ = ["why_unreachable"]
-
 
 def why_unreachable(url: str, *, timeout: float = 5.0, proxies: Mapping[str, str] | None = None) -> str | None:
     """None when `url` answered, else ``"ExceptionType: reason"``; `proxies` as ``ProxyHandler`` takes them (None: the

@@ -7,8 +7,6 @@ from typing import Any, Mapping, Sequence, TypeVar
 
 from tpu_helpers.core.runtime import Runtime, detect_runtime
 
-__all__ = ["PROFILES", "PROFILE_ENV", "Profile", "choose_profile", "sized", "param"]
-
 PROFILES = ("tpu", "cpu", "ci")
 PROFILE_ENV = "TPU_COURSE_PROFILE"
 T = TypeVar("T")

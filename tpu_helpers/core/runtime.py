@@ -7,8 +7,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
-__all__ = ["Runtime", "detect_runtime", "parse_accelerator_type", "TPU_PCI_DEVICE_IDS"]
-
 GOOGLE_PCI_VENDOR = "0x1ae0"
 # PCI device id -> TPU generation (torch_xla/_internal/tpu.py, jax/_src/hardware_utils.py); v2 is 0x0027 too.
 TPU_PCI_DEVICE_IDS = {"0x0027": "v3", "0x005e": "v4", "0x0062": "v5p", "0x0063": "v5e", "0x006f": "v6e"}

@@ -5,8 +5,6 @@ import os
 
 from tpu_helpers.core import frameworks, profiles, runtime, summary
 
-__all__ = ["start"]
-
 
 def start(framework: str, profile: str | None = None, *, xla_cpu: bool = True,
           check_build: bool = True) -> tuple[runtime.Runtime, profiles.Profile]:

@@ -5,33 +5,24 @@ import json
 import os
 from typing import Any
 
-__all__ = ["record", "show", "FIGURES_ENV"]
-
 FIGURES_ENV = "TPU_COURSE_FIGURES"
 _FIGURES: dict[str, tuple[Any, str]] = {}
 
 
-def _plain(name: str, value: Any) -> Any:
-    """A number, bool, text or None (NumPy/TensorFlow/PyTorch scalars become Python ones), in a notebook as in JSON."""
-    if hasattr(value, "numpy") and callable(value.numpy) and not hasattr(value, "item"):  # TensorFlow tensors
+def _plain(value: Any) -> Any:
+    """A number, bool, text or None: NumPy/TensorFlow/PyTorch scalars become Python ones."""
+    if hasattr(value, "numpy") and not hasattr(value, "item"):  # a TensorFlow tensor
         value = value.numpy()
-    if hasattr(value, "item") and callable(value.item) and not isinstance(value, (str, bytes)):
-        size = getattr(value, "size", None)
-        size = size() if callable(size) else size  # torch: .size() is the shape
-        n = getattr(value, "numel", lambda: size)()
-        if n not in (None, 1):
-            raise TypeError(f"record({name!r}, ...) keeps one value per figure, not an array of {n} elements: record "
-                            "a summary of it (e.g. float(x.mean())) or one figure per element")
+    if hasattr(value, "item"):
         value = value.item()
     if value is not None and not isinstance(value, (bool, int, float, str)):
-        raise TypeError(f"record({name!r}, ...) keeps a number, a bool or a short text, not "
-                        f"{type(value).__name__}: pass e.g. str(value) or a number")
+        raise TypeError(f"record() keeps a number, a bool or a short text, not {type(value).__name__}")
     return float(f"{value:.4g}") if isinstance(value, float) else value
 
 
 def record(name: str, value: Any, unit: str = "", *, quiet: bool = False) -> Any:
     """Keep one key figure of this run (re-recording a name replaces it) and return the value."""
-    value = _plain(name, value)
+    value = _plain(value)
     _FIGURES[name] = (value, unit)
     path = os.environ.get(FIGURES_ENV)
     if path:

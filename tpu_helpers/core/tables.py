@@ -3,8 +3,6 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-__all__ = ["format_table"]
-
 
 def format_table(rows: Iterable[Mapping[str, Any] | Any], *, title: str | None = None) -> str:
     """Rows (dicts, or objects with a ``row()`` dict; the first row's keys are the columns) as aligned text."""

@@ -7,17 +7,15 @@ import re
 import shutil
 import tempfile
 
-__all__ = ["course_temp_dir", "remove_folders_of_dead_processes", "claim_work_folder", "PREFIX"]
-
 PREFIX = "tpu-course-"
 _NAME = re.compile(re.escape(PREFIX) + r"(?P<kind>[a-z0-9]+(?:-[a-z0-9]+)*)-(?P<pid>\d+)-(?P<rand>[A-Za-z0-9_]+)")
 
 
-def course_temp_dir(kind: str, *, remove_at_exit: bool = True, tmp: str | None = None) -> str:
+def course_temp_dir(kind: str, *, remove_at_exit: bool = True) -> str:
     """A new folder ``tpu-course-<kind>-<pid>-<random>`` (after removing dead processes' ones)."""
     if not re.fullmatch(r"[a-z0-9]+(?:-[a-z0-9]+)*", kind):
         raise ValueError(f"kind must be lower-case words joined by '-', not {kind!r}")
-    tmp = tmp or tempfile.gettempdir()
+    tmp = tempfile.gettempdir()
     remove_folders_of_dead_processes(tmp)
     folder = tempfile.mkdtemp(prefix=f"{PREFIX}{kind}-{os.getpid()}-", dir=tmp)
     if remove_at_exit:

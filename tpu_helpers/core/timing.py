@@ -9,8 +9,6 @@ from typing import Callable
 
 from tpu_helpers.core.tables import format_table
 
-__all__ = ["Candidate", "Benchmark", "time_calls"]
-
 
 @dataclass
 class Candidate:

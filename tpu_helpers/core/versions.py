@@ -1,14 +1,8 @@
-"""Installed versions versus the course's pins (one set per framework, as the installed wheel recorded them).
-
-The checkout's requirements file itself is read by ``tools/install_plan.py`` (it runs before anything is installed).
-"""
+"""Installed versions versus the course's pins (one set per framework, as the installed wheel recorded them)."""
 from __future__ import annotations
 
 import re
 from importlib import metadata
-
-__all__ = ["course_pins", "installed_versions", "pin_mismatches", "KEY_PACKAGES", "PLAN_PACKAGES", "plan_check",
-           "TORCH_XLA_SUPPORTED"]
 
 KEY_PACKAGES = ("tensorflow", "tf-keras", "keras", "torch", "torch-xla", "torchvision", "libtpu", "jax",
                 "transformers", "tokenizers", "datasets", "accelerate", "lightning", "scikit-learn")
@@ -26,10 +20,7 @@ TORCH_XLA_SUPPORTED = ("2.8", "2.9")
 
 
 def course_pins(framework: str, distribution: str = "tpu-course") -> dict[str, str]:
-    """The pins of one framework's environment ("tf", "torch") as the installed ``tpu-course`` wheel recorded them:
-    its ``[tf]`` / ``[torch]`` extra, which pyproject.toml fills from requirements-common.txt and the framework's file
-    at build time (``tensorflow-cpu`` is reported as ``tensorflow``, the name `installed_versions` uses). Works
-    wherever the package is installed (Colab, Kaggle, a TPU VM), with no repository file."""
+    """One framework's pins: the installed wheel's ``[tf]``/``[torch]`` extra (``tensorflow-cpu`` as tensorflow)."""
     if framework not in PLAN_PACKAGES:
         raise ValueError(f"framework must be 'tf' or 'torch', not {framework!r}")
     pins = {}
@@ -59,10 +50,8 @@ def installed_versions(names=None) -> dict[str, str | None]:
     return out
 
 
-def plan_check(framework: str, pins: dict[str, str], installed: dict[str, str | None],
-               ) -> tuple[dict[str, tuple[str, str | None]], dict[str, str]]:
-    """(mismatches, kept) for a notebook of `framework`: pinned packages its install plan installs that are at
-    another version, and every other installed package of `installed` (the image's own, reported, not checked)."""
+def plan_check(framework: str, pins: dict[str, str], installed: dict[str, str | None]) -> tuple[dict, dict[str, str]]:
+    """(mismatches among what `framework`'s install plan installs, the image's own other packages: reported only)."""
     ours = set(PLAN_PACKAGES[framework])
     mismatches = pin_mismatches({n: v for n, v in pins.items() if n in ours}, installed)
     kept = {n: v for n, v in installed.items() if v is not None and n not in ours}
@@ -70,8 +59,5 @@ def plan_check(framework: str, pins: dict[str, str], installed: dict[str, str | 
 
 
 def pin_mismatches(pins: dict[str, str], installed: dict[str, str | None]) -> dict[str, tuple[str, str | None]]:
-    """{name: (pinned, installed)} for every pinned package installed at another version.
-
-    A package that is not installed is left out (a TensorFlow runtime on Colab has no torch_xla), and on a TPU
-    ``tensorflow-tpu`` stands for ``tensorflow``: pass its version as ``installed["tensorflow"]``."""
+    """{name: (pinned, installed)} for every pinned package installed at another version (not installed: left out)."""
     return {n: (v, installed.get(n)) for n, v in pins.items() if installed.get(n) is not None and installed[n] != v}

@@ -27,8 +27,10 @@ def test_report_raises_only_in_strict_mode(monkeypatch, capsys):
     monkeypatch.delenv(exercises.STRICT_ENV, raising=False)
     report(CheckResult(False, "wrong shape"))
     assert "❌ Not yet: wrong shape" in capsys.readouterr().out
+    monkeypatch.setenv(exercises.SOLUTIONS_ENV, "1")
     with pytest.raises(ExerciseFailed, match="wrong shape"):
-        report(CheckResult(False, "wrong shape"), solutions=True)
+        report(CheckResult(False, "wrong shape"))
+    monkeypatch.delenv(exercises.SOLUTIONS_ENV)
     monkeypatch.setenv(exercises.STRICT_ENV, "1")
     with pytest.raises(ExerciseFailed):
         report(CheckResult(False, "not attempted yet", attempted=False))

@@ -3,6 +3,7 @@ process; a live process's folders and anything not named like ours are never tou
 import os
 import subprocess
 import sys
+import tempfile
 
 import pytest
 
@@ -27,21 +28,24 @@ def test_only_our_folders_of_dead_processes_are_removed(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(kept + [f"tpu-course-gcs-{dead}-file"])
 
 
-def test_course_temp_dir_is_named_by_process_and_cleans_up_first(tmp_path):
+def test_course_temp_dir_is_named_by_process_and_cleans_up_first(tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     (tmp_path / f"tpu-course-gcs-{dead_pid()}-left").mkdir()
-    folder = tempdirs.course_temp_dir("gcs", remove_at_exit=False, tmp=str(tmp_path))
+    folder = tempdirs.course_temp_dir("gcs", remove_at_exit=False)
     assert os.path.basename(folder).startswith(f"tpu-course-gcs-{os.getpid()}-")
     assert [p.name for p in tmp_path.iterdir()] == [os.path.basename(folder)]
     with pytest.raises(ValueError, match="lower-case words"):
-        tempdirs.course_temp_dir("Bad Kind", tmp=str(tmp_path))
+        tempdirs.course_temp_dir("Bad Kind")
 
 
-def test_a_killed_process_leaves_a_folder_that_the_next_one_removes(tmp_path):
-    code = ("import os, sys; from tpu_helpers.core.tempdirs import course_temp_dir; "
-            "print(course_temp_dir('shard', tmp=sys.argv[1]), flush=True); os._exit(9)")  # no atexit: as if killed
-    left = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True).stdout.strip()
-    assert os.path.isdir(left)
-    tempdirs.course_temp_dir("shard", remove_at_exit=False, tmp=str(tmp_path))
+def test_a_killed_process_leaves_a_folder_that_the_next_one_removes(tmp_path, monkeypatch):
+    code = ("import os; from tpu_helpers.core.tempdirs import course_temp_dir; "
+            "print(course_temp_dir('shard'), flush=True); os._exit(9)")  # no atexit: as if killed
+    left = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=dict(os.environ, TMPDIR=str(tmp_path))).stdout.strip()
+    assert os.path.dirname(left) == str(tmp_path) and os.path.isdir(left)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    tempdirs.course_temp_dir("shard", remove_at_exit=False)
     assert not os.path.exists(left)
 
 
