@@ -1,6 +1,4 @@
 """Every place the course reaches into a private API of a pinned library (each tested in tests/*/test_compat.py)."""
-from __future__ import annotations
-
 import sys
 from typing import Any
 

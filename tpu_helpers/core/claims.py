@@ -1,12 +1,9 @@
 """A section's check cell: each claim with what this run measured, one line each, then one assert over them all."""
-from __future__ import annotations
-
 from typing import Any
 
 
 class Claims:
-    """``with Claims("3 · shapes") as claim: claim("one graph per bucket", graphs == 3, graphs)``, then
-    ``assert claim.passed, claim.why``: every claim is printed (pass/FAIL, what was measured) before the assert."""
+    """``with Claims("3 · shapes") as claim: claim("one graph", graphs == 1, graphs)``; then ``assert claim.passed``."""
 
     def __init__(self, section: str) -> None:
         self.section = section

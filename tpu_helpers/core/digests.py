@@ -1,6 +1,4 @@
 """One digest of a model's weights for both frameworks: equal digests, equal weights (replicas, hosts, a reload)."""
-from __future__ import annotations
-
 import hashlib
 from typing import Any, Iterable
 

@@ -1,6 +1,4 @@
 """Exercise self-checks: the learner's `answer` (or the reference, with solutions on), `run_check` and `report`."""
-from __future__ import annotations
-
 import functools
 import importlib
 import os

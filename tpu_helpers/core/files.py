@@ -1,6 +1,4 @@
 """Files the course writes for other processes to read (framework-free)."""
-from __future__ import annotations
-
 import json
 import os
 from typing import Any

@@ -1,6 +1,4 @@
 """One framework per process: TensorFlow and torch_xla each bundle their own XLA and abort a process together."""
-from __future__ import annotations
-
 import os
 import sys
 
@@ -22,11 +20,9 @@ class WrongBuildError(RuntimeError):
 
 
 def _key(name: str, caller: str) -> str:
-    key = {"tensorflow": "tf", "pytorch": "torch", "torch_xla": "torch", "pt": "torch"}.get(name.strip().lower())
-    key = key or name.strip().lower()
-    if key not in _NAMES:
+    if name not in _NAMES:
         raise ValueError(f"{caller}() takes 'tf' or 'torch', not {name!r}")
-    return key
+    return name
 
 
 def _refuse_beside(key: str) -> None:
@@ -78,7 +74,14 @@ def use_framework(name: str) -> str:
         return key
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # keep TF's C++ start-up chatter out of the notebook
     if tpu_build:
-        _datasets_sees_tensorflow_tpu(tpu_build)
+        try:  # datasets/config.py does not know `tensorflow-tpu` either, and reads TF_AVAILABLE when called
+            import datasets.config
+            from packaging.version import Version
+
+            if not datasets.config.TF_AVAILABLE:
+                datasets.config.TF_AVAILABLE, datasets.config.TF_VERSION = True, Version(tpu_build)
+        except ImportError:
+            pass
         wanted = tf_tpu_environment(runtime_module.detect_runtime(),
                                     _libtpu_path() if installed_version("libtpu") else None)
         if "TF_PLUGGABLE_DEVICE_LIBRARY_PATH" in wanted and os.environ.get("TPU_LOAD_LIBRARY") == "0":
@@ -117,17 +120,6 @@ def _libtpu_path() -> str | None:
         return None
     path = os.path.join(os.path.dirname(spec.origin), "libtpu.so")
     return path if os.path.exists(path) else None
-
-
-def _datasets_sees_tensorflow_tpu(version: str) -> None:
-    """Tell datasets (config.py knows no ``tensorflow-tpu`` either) that TensorFlow is there."""
-    try:
-        import datasets.config as config
-        from packaging.version import Version
-    except ImportError:
-        return
-    if not config.TF_AVAILABLE:
-        config.TF_AVAILABLE, config.TF_VERSION = True, Version(version)
 
 
 def record_xla_compilations() -> str:

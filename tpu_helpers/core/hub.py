@@ -1,6 +1,4 @@
 """Hub loads at pinned revisions, behind one 5 s reachability probe and one clear error that names the offline choice."""
-from __future__ import annotations
-
 import os
 import time
 from contextlib import contextmanager
@@ -61,8 +59,7 @@ def _offline_flags(values: tuple[bool, bool]) -> tuple[bool, bool]:
 
 @contextmanager
 def hub_access(what: str, offline_choice: str, *, error: type[Exception] = HubUnavailableError) -> Iterator[bool]:
-    """Load `what` in this block (yields ``local_files_only``: the cache only when offline or unreachable); any failure
-    becomes one `error` that says why and names `offline_choice` (e.g. "MODEL='tiny' ...")."""
+    """Load `what` in this block (yields ``local_files_only``); a failure: one `error`, why and `offline_choice`."""
     asked = hub_offline()
     local_only = asked or not hub_reachable()
     saved = _offline_flags((True, True)) if local_only else None

@@ -1,6 +1,4 @@
 """The one way the course hides a library's log line: a filter for exact message starts."""
-from __future__ import annotations
-
 import logging
 
 

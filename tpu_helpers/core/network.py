@@ -1,14 +1,11 @@
 """The one rule for "does this service answer?": one HEAD request; any HTTP answer, an error status too, means yes."""
-from __future__ import annotations
-
 import urllib.error
 import urllib.request
 from typing import Mapping
 
 
 def why_unreachable(url: str, *, timeout: float = 5.0, proxies: Mapping[str, str] | None = None) -> str | None:
-    """None when `url` answered, else ``"ExceptionType: reason"``; `proxies` as ``ProxyHandler`` takes them (None: the
-    environment's)."""
+    """None when `url` answered, else ``"ExceptionType: reason"``; `proxies` for ``ProxyHandler`` (None: the env's)."""
     opener = urllib.request.build_opener(urllib.request.ProxyHandler(None if proxies is None else dict(proxies)))
     try:
         opener.open(urllib.request.Request(url, method="HEAD"), timeout=timeout).close()

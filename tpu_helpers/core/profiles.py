@@ -1,6 +1,4 @@
 """The `tpu`, `cpu` and `ci` size profiles: the seeds' sizes, a laptop's minutes, the smallest that proves every claim."""
-from __future__ import annotations
-
 import os
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence, TypeVar

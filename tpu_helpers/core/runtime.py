@@ -1,6 +1,4 @@
 """Where is this notebook running? `detect_runtime()`: TPU VM, legacy TPU Node, GPU or CPU, from env and device files."""
-from __future__ import annotations
-
 import os
 import re
 from dataclasses import dataclass
@@ -78,13 +76,7 @@ class Runtime:
 
 
 def parse_accelerator_type(accelerator_type: str) -> tuple[str, int, int]:
-    """A Cloud TPU accelerator type as (generation, chips, tensorcores).
-
-    >>> parse_accelerator_type("v3-8")
-    ('v3', 4, 8)
-    >>> parse_accelerator_type("v5litepod-8")
-    ('v5e', 8, 8)
-    """
+    """A Cloud TPU accelerator type as (generation, chips, tensorcores): "v3-8" is ('v3', 4, 8)."""
     text = str(accelerator_type).strip().lower()
     m = re.fullmatch(r"v(\d)([a-z-]*?)(?:pod)?-(\d+)", text)
     expected = "expected e.g. 'v2-8', 'v3-32', 'v4-8', 'v5p-8', 'v5litepod-8' (v5e) or 'v6e-8'"

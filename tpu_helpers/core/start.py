@@ -1,6 +1,4 @@
 """The first lines of every notebook, in one place: the framework, the runtime, the profile, and the TPU build check."""
-from __future__ import annotations
-
 import os
 
 from tpu_helpers.core import frameworks, profiles, runtime, summary
@@ -8,9 +6,7 @@ from tpu_helpers.core import frameworks, profiles, runtime, summary
 
 def start(framework: str, profile: str | None = None, *, xla_cpu: bool = True,
           check_build: bool = True) -> tuple[runtime.Runtime, profiles.Profile]:
-    """Declare ``framework`` ("tf"/"torch"); print the runtime, the TPU build check and the profile; return both.
-
-    ``xla_cpu``: PyTorch off a TPU uses XLA's CPU backend (``PJRT_DEVICE=CPU``); ``check_build=False`` reports only."""
+    """Declare ``framework``; print the runtime, TPU build check and profile; ``xla_cpu``: PJRT_DEVICE=CPU off a TPU."""
     frameworks.use_framework(framework)
     rt = runtime.detect_runtime()
     if framework == "torch" and xla_cpu and not rt.is_tpu:

@@ -1,6 +1,4 @@
 """"What you measured": `record()` keeps a figure of this run (and appends it to ``TPU_COURSE_FIGURES`` as JSON), `show()`."""
-from __future__ import annotations
-
 import json
 import os
 from typing import Any

@@ -1,6 +1,4 @@
 """The course's one plain-text table printer: rows in, aligned text out."""
-from __future__ import annotations
-
 from typing import Any, Iterable, Mapping
 
 

@@ -1,7 +1,6 @@
 """Temporary folders ``tpu-course-<kind>-<pid>-<random>``: removed at exit, or by the next course process if killed."""
-from __future__ import annotations
-
 import atexit
+import fcntl
 import os
 import re
 import shutil
@@ -54,10 +53,6 @@ def claim_work_folder(folder: str | os.PathLike[str], kind: str = "work") -> str
     """`folder`, claimed with ``flock`` on ``.in-use``; when another process holds it, a ``course_temp_dir`` of its own."""
     folder = os.path.abspath(os.path.expanduser(os.fspath(folder)))
     os.makedirs(folder, exist_ok=True)
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - Windows
-        return folder
     handle = open(os.path.join(folder, ".in-use"), "a+")
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)

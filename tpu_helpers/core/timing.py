@@ -1,6 +1,4 @@
 """The course's one timing loop (`time_calls`) and result model (`Candidate`, `Benchmark`: ratios to a baseline)."""
-from __future__ import annotations
-
 import json
 import statistics
 import time

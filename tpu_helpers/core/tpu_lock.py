@@ -1,6 +1,4 @@
 """Who holds the TPU: libtpu locks ``/tmp/libtpu_lockfile`` until its process exits, so one process at a time."""
-from __future__ import annotations
-
 import os
 from pathlib import Path
 from typing import Callable

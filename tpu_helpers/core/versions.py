@@ -1,6 +1,4 @@
 """Installed versions versus the course's pins (one set per framework, as the installed wheel recorded them)."""
-from __future__ import annotations
-
 import re
 from importlib import metadata
 

@@ -27,7 +27,7 @@ def _installed(monkeypatch, **versions):
 
 
 def test_sets_transformers_backend_variables(env):
-    assert use_framework("tensorflow") == "tf"
+    assert use_framework("tf") == "tf"
     assert (env["USE_TF"], env["USE_TORCH"], env["USE_TORCH_XLA"]) == ("1", "0", "0")
     env.clear()
     assert use_framework("torch") == "torch"
