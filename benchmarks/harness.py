@@ -8,6 +8,7 @@ torch_xla alone changes eager PyTorch's speed, and compile caches live as long a
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import platform
@@ -63,13 +64,13 @@ def load_warning(loads: list[float], limit: float = 1.5) -> str:
 
 def benchmarks_to_json(result: Benchmark | list[Benchmark]) -> str:
     items = result if isinstance(result, list) else [result]
-    return "[" + ", ".join(b.to_json() for b in items) + "]"
+    return json.dumps([dataclasses.asdict(b) for b in items])
 
 
 def benchmarks_from_json(text: str) -> list[Benchmark]:
     data = json.loads(text)
     items = data if isinstance(data, list) else [data]
-    return [Benchmark.from_json(json.dumps(d)) for d in items]
+    return [Benchmark(**{**d, "candidates": [Candidate(**c) for c in d["candidates"]]}) for d in items]
 
 
 def run_isolated(module: str, spec: dict, timeout: float = 1200) -> dict:

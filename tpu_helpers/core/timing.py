@@ -1,8 +1,7 @@
 """The course's one timing loop (`time_calls`) and result model (`Candidate`, `Benchmark`: ratios to a baseline)."""
-import json
 import statistics
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Callable
 
 from tpu_helpers.core.tables import format_table
@@ -34,10 +33,6 @@ class Benchmark:
     notes: str = ""
 
     @property
-    def values(self) -> dict[str, list[float]]:
-        return {c.name: c.values for c in self.candidates}
-
-    @property
     def medians(self) -> dict[str, float]:
         return {c.name: c.median for c in self.candidates}
 
@@ -62,15 +57,6 @@ class Benchmark:
             title=self.title)
 
     __str__ = table
-
-    def to_json(self) -> str:
-        return json.dumps(asdict(self))
-
-    @classmethod
-    def from_json(cls, text: str) -> "Benchmark":
-        d = json.loads(text)
-        d["candidates"] = [Candidate(**c) for c in d["candidates"]]
-        return cls(**d)
 
 
 def time_calls(fn: Callable[[], object], repeats: int, warmup_steps: int = 1) -> list[float]:
