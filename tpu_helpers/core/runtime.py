@@ -131,12 +131,9 @@ def detect_runtime(env: Mapping[str, str] | None = None, root: str | os.PathLike
     """The runtime, from environment variables (`env`, default `os.environ`) and device files under `root`."""
     env = dict(os.environ if env is None else env)
     root = Path(root)
-    if env.get("COLAB_RELEASE_TAG") or env.get("COLAB_GPU") is not None or env.get("COLAB_TPU_ADDR"):
-        platform = "colab"
-    elif env.get("KAGGLE_KERNEL_RUN_TYPE") or env.get("KAGGLE_URL_BASE"):
-        platform = "kaggle"
-    else:
-        platform = "local"
+    colab = env.get("COLAB_RELEASE_TAG") or env.get("COLAB_GPU") is not None or env.get("COLAB_TPU_ADDR")
+    kaggle = env.get("KAGGLE_KERNEL_RUN_TYPE") or env.get("KAGGLE_URL_BASE")
+    platform = "colab" if colab else "kaggle" if kaggle else "local"
 
     # a legacy TPU Node: a gRPC address, no TPU chips on this machine
     node, tpu_name = env.get("COLAB_TPU_ADDR", ""), env.get("TPU_NAME", "")

@@ -3,6 +3,8 @@ import json
 import os
 from typing import Any
 
+from tpu_helpers.core.tables import format_table
+
 FIGURES_ENV = "TPU_COURSE_FIGURES"
 _FIGURES: dict[str, tuple[Any, str]] = {}
 
@@ -33,11 +35,7 @@ def record(name: str, value: Any, unit: str = "", *, quiet: bool = False) -> Any
 
 def show(title: str = "What you measured") -> str:
     """Print (and return) this run's figures as a small table."""
-    if not _FIGURES:
-        text = f"{title}: nothing recorded yet"
-    else:
-        width = max(len(k) for k in _FIGURES)
-        rows = [f"  {k.ljust(width)}  {v}{(' ' + u) if u else ''}" for k, (v, u) in _FIGURES.items()]
-        text = "\n".join([title, *rows])
+    rows = [{"figure": k, "value": f"{v} {u}".strip()} for k, (v, u) in _FIGURES.items()]
+    text = format_table(rows, title=title) if rows else f"{title}: nothing recorded yet"
     print(text)
     return text
