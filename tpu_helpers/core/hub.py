@@ -10,7 +10,6 @@ from tpu_helpers.core.network import why_unreachable
 # is `tpu_helpers.banking77.dataset.HUB_REVISION`; the course never sets trust_remote_code
 PINNED_REVISIONS = {
     "bert-base-uncased": "86b5e0934494bd15c9632b12f734a8a67f723594",
-    "google-bert/bert-base-uncased": "86b5e0934494bd15c9632b12f734a8a67f723594",
     "Salesforce/wikitext": "b08601e04326c79dfdd32d625aee71d232d685c3",
 }
 

@@ -16,7 +16,7 @@ def _closed_port() -> int:
 
 
 def test_the_courses_defaults_are_pinned_to_commits_and_an_explicit_revision_wins():
-    for repo in ("bert-base-uncased", "google-bert/bert-base-uncased", "Salesforce/wikitext"):
+    for repo in ("bert-base-uncased", "Salesforce/wikitext"):
         rev = hub.pinned_revision(repo)
         assert rev is not None and len(rev) == 40 and int(rev, 16) >= 0
     assert hub.pinned_revision("bert-base-uncased", "v1.0") == "v1.0"
