@@ -13,11 +13,19 @@ class TPUHeldError(RuntimeError):
 def libtpu_lock_holder(path: str | os.PathLike[str] | None = None, proc_locks: str = "/proc/locks",
                        self_pid: int | None = None) -> int | None:
     """The pid of another process holding libtpu's lock on `path` (default `LIBTPU_LOCKFILE`), or None."""
-    try:  # /proc/locks lines: N: POSIX ADVISORY WRITE <pid> <major>:<minor>:<inode> ...
+    try:
         st = os.stat(path or LIBTPU_LOCKFILE)
         lines = Path(proc_locks).read_text().splitlines()
     except OSError:
         return None
+    # fs/locks.c prints a lock as "N: POSIX ADVISORY WRITE <pid> %02x:%02x:%lu (major:minor:inode) ..."
+    key = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    for parts in (line.split() for line in lines):
+        if key in parts and "->" not in parts:  # "->": a waiter, not a holder
+            pid = int(parts[parts.index(key) - 1])
+            if pid != (os.getpid() if self_pid is None else self_pid):
+                return pid
+    return None
     self_pid = os.getpid() if self_pid is None else self_pid
     for line in lines:
         parts = line.split()
