@@ -26,21 +26,6 @@ def libtpu_lock_holder(path: str | os.PathLike[str] | None = None, proc_locks: s
             if pid != (os.getpid() if self_pid is None else self_pid):
                 return pid
     return None
-    self_pid = os.getpid() if self_pid is None else self_pid
-    for line in lines:
-        parts = line.split()
-        if "->" in parts:  # a waiter, not a holder
-            continue
-        try:
-            i = parts.index("POSIX")
-            pid, dev_inode = int(parts[i + 3]), parts[i + 4]
-            major, minor, inode = dev_inode.split(":")
-        except (ValueError, IndexError):
-            continue
-        if (int(inode) == st.st_ino and int(major, 16) == os.major(st.st_dev)
-                and int(minor, 16) == os.minor(st.st_dev) and pid != self_pid):
-            return pid
-    return None
 
 
 def held_message(pid: int | None, path: str = LIBTPU_LOCKFILE) -> tuple[str, str]:
