@@ -157,34 +157,31 @@ def check_tpu_build(runtime, framework: str, *, probe_devices: bool = True) -> s
     if problem:
         raise TPUHeldError(problem)
     have = {d: installed_version(d) for d in ("tensorflow", "tensorflow-cpu", "tensorflow-tpu", "torch-xla", "libtpu")}
-    libtpu = have["libtpu"]
     if key == "tf":
-        tpu = have["tensorflow-tpu"]
-        if not tpu or have["tensorflow"] or have["tensorflow-cpu"] or not libtpu:
+        build = f"tensorflow-tpu {have['tensorflow-tpu']}, libtpu {have['libtpu']}"
+        if not have["tensorflow-tpu"] or have["tensorflow"] or have["tensorflow-cpu"] or not have["libtpu"]:
             found = ", ".join(f"{d}=={v}" for d, v in have.items() if v and d != "torch-xla") or "no TensorFlow"
             raise WrongBuildError(f"this kernel has the CPU build of TensorFlow, not the TPU build ({found}): it "
                                   f"cannot reach the TPU. Uninstall tensorflow/tensorflow-cpu, {restart}.")
-        if not probe_devices:
-            return f"TensorFlow's TPU build is installed (tensorflow-tpu {tpu}, libtpu {libtpu})"
-        try:
-            devices, why = list(_tpu_devices(key)), ""
-        except Exception as e:  # noqa: BLE001  (TensorFlow raises several types for "No TPU platform found")
-            devices, why = [], f" ({type(e).__name__}: {(str(e).strip().splitlines() or [''])[0][:200]})"
-        if not devices:
-            raise WrongBuildError(
-                f"tensorflow-tpu {tpu} with libtpu {libtpu} lists no TPU device{why}. TensorFlow's last "
-                f"TPU build (2.20) has not been shown to find a v5e/v6e TPU with this libtpu: Kaggle's TPU image "
-                f"disabled tensorflow-tpu for 'No TPU platform found'. The PyTorch/XLA notebooks (02, 05-07) use "
-                f"this TPU; for the TensorFlow ones use the 'cpu' profile here (PROFILE = \"cpu\"), or a Cloud TPU VM "
-                f"with a v2-v4 TPU. If you installed it yourself: {restart}.")
-        return f"TensorFlow's TPU build (tensorflow-tpu {tpu}, libtpu {libtpu}): {len(devices)} TPU devices"
-    xla = have["torch-xla"]
-    if not xla or not libtpu:
-        raise WrongBuildError(f"this kernel has torch_xla {xla or '(none)'} without libtpu: the "
-                              f"CPU build of PyTorch/XLA cannot reach the TPU. Install torch_xla[tpu], then {restart}.")
+    else:
+        build = f"torch_xla {have['torch-xla'] or '(none)'}, libtpu {have['libtpu'] or '(none)'}"
+        if not have["torch-xla"] or not have["libtpu"]:
+            raise WrongBuildError(f"this kernel has {build}: without libtpu the CPU build of PyTorch/XLA cannot reach "
+                                  f"the TPU. Install torch_xla[tpu], then {restart}.")
     if not probe_devices:
-        return f"PyTorch/XLA's TPU build is installed (torch_xla {xla}, libtpu {libtpu})"
-    if not list(_tpu_devices(key)):
-        raise WrongBuildError(f"torch_xla {xla} with libtpu {libtpu} does not pick the TPU "
-                              f"(PJRT_DEVICE={os.environ.get('PJRT_DEVICE')}): unset PJRT_DEVICE, or {restart}.")
-    return f"PyTorch/XLA's TPU build (torch_xla {xla}, libtpu {libtpu}): PJRT device TPU"
+        return f"{_NAMES[key]}'s TPU build is installed ({build})"
+    try:
+        devices, why = list(_tpu_devices(key)), ""
+    except Exception as e:  # noqa: BLE001  (TensorFlow raises several types for "No TPU platform found")
+        devices, why = [], f" ({type(e).__name__}: {(str(e).strip().splitlines() or [''])[0][:200]})"
+    if devices:
+        found = f"{len(devices)} TPU devices" if key == "tf" else "PJRT device TPU"
+        return f"{_NAMES[key]}'s TPU build ({build}): {found}"
+    if key == "torch":
+        raise WrongBuildError(f"{build} does not pick the TPU{why} (PJRT_DEVICE={os.environ.get('PJRT_DEVICE')}): "
+                              f"unset PJRT_DEVICE, or {restart}.")
+    raise WrongBuildError(
+        f"{build} lists no TPU device{why}. TensorFlow's last TPU build (2.20) has not been shown to find a v5e/v6e "
+        "TPU with this libtpu: Kaggle's TPU image disabled tensorflow-tpu for 'No TPU platform found'. The PyTorch/XLA "
+        "notebooks (02, 05-07) use this TPU; for the TensorFlow ones use the 'cpu' profile here (PROFILE = \"cpu\"), "
+        f"or a Cloud TPU VM with a v2-v4 TPU. If you installed it yourself: {restart}.")
