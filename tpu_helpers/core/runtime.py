@@ -59,17 +59,16 @@ class Runtime:
 
     def describe(self) -> str:
         """One line for a learner: what this runtime is."""
-        where = {"colab": "Colab", "kaggle": "Kaggle", "local": "Cloud"}[self.platform]
+        where = {"colab": "Colab", "kaggle": "Kaggle"}.get(self.platform)
         if self.is_tpu_vm:
             size = self.slice_name or (f"{self.generation} TPU" if self.generation else "TPU (type unknown)")
             extra = "".join(f", {n} {what}{'s' if n != 1 else ''} {tail}" for n, what, tail in
                             ((self.chips, "chip", "on this host"), (self.devices, "device", "(replicas)")) if n is not None)
-            return f"{where} TPU VM: {size}{extra}; the TPU is attached to this machine."
+            return f"{where or 'Cloud'} TPU VM: {size}{extra}; the TPU is attached to this machine."
         if self.is_tpu_node:
-            host = {"colab": "Colab", "kaggle": "Kaggle"}.get(self.platform, "remote")
-            return (f"Legacy TPU Node ({host}) at {self.tpu_address}: the TPU is another machine, reachable "
-                    "only over gRPC; it can read data from memory or gs:// but not from this machine's disk.")
-        place = {"colab": " on Colab", "kaggle": " on Kaggle", "local": ""}[self.platform]
+            return (f"Legacy TPU Node ({where or 'remote'}) at {self.tpu_address}: the TPU is another machine, "
+                    "reachable only over gRPC; it can read data from memory or gs:// but not from this machine's disk.")
+        place = f" on {where}" if where else ""
         if self.kind == "gpu":
             return f"GPU runtime{place}: {self.gpus} NVIDIA GPU{'s' if self.gpus != 1 else ''}, no TPU."
         return f"CPU only{place}: no TPU or GPU found; XLA runs on the CPU (slow, but the same compiler rules)."
@@ -110,10 +109,10 @@ def _pci_tpu_chips(root: Path) -> tuple[int, str | None]:
     for dev in sorted((root / "sys" / "bus" / "pci" / "devices").glob("*")):
         try:
             if (dev / "vendor").read_text().strip().lower() == GOOGLE_PCI_VENDOR:
-                found.append((dev, TPU_PCI_DEVICE_IDS.get((dev / "device").read_text().strip().lower())))
+                generation = TPU_PCI_DEVICE_IDS.get((dev / "device").read_text().strip().lower())
+                found += [(dev, generation)] if generation else []
         except OSError:
             continue
-    found = [(dev, gen) for dev, gen in found if gen]
     if not found:
         return 0, None
     dev, generation = found[0]
