@@ -28,8 +28,7 @@ def make_certificates(folder: Path, hosts: tuple[str, ...]) -> tuple[Path, Path,
           .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
           .sign(ca_key, hashes.SHA256()))
     key = ec.generate_private_key(ec.SECP256R1())
-    names = [x509.DNSName(h) for h in hosts] + [x509.DNSName("*.storage.googleapis.com"),
-                                                 x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+    names = [x509.DNSName(h) for h in hosts] + [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
     cert = (x509.CertificateBuilder()
             .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, hosts[0])]))
             .issuer_name(ca_name).public_key(key.public_key()).serial_number(x509.random_serial_number())
@@ -48,14 +47,10 @@ def make_certificates(folder: Path, hosts: tuple[str, ...]) -> tuple[Path, Path,
     return ca_pem, cert_pem, key_pem
 
 
-def public_ca_bundle(current: str | None = None) -> str:
+def public_ca_bundle(current: str | None) -> str:
     """The CA bundle in force (`current`, else the system's, else certifi's): appended to ours, nothing is lost."""
-    candidates = [current, ssl.get_default_verify_paths().openssl_cafile, ssl.get_default_verify_paths().cafile]
-    for path in candidates:
-        if path and Path(path).is_file():
-            return Path(path).read_text(errors="replace")
-    try:
-        import certifi
-        return Path(certifi.where()).read_text()
-    except Exception:  # pragma: no cover
-        return ""
+    import certifi
+
+    system = ssl.get_default_verify_paths()
+    return Path(next(p for p in (current, system.openssl_cafile, system.cafile, certifi.where())
+                     if p and Path(p).is_file())).read_text(errors="replace")
