@@ -43,12 +43,9 @@ class _ProxyServer(socketserver.ThreadingTCPServer):
         self.tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         self.tls.load_cert_chain(config["cert"], config["key"])
 
-    def read_only(self) -> set[str]:
-        """The buckets `LocalGCS.create_bucket(..., read_only=True)` listed."""
-        try:
-            return set(json.loads(Path(self.config["policy"]).read_text())["read_only"])
-        except (OSError, ValueError, KeyError):
-            return set()
+    def read_only(self) -> list[str]:
+        """The buckets `LocalGCS.create_bucket(..., read_only=True)` listed (the file is replaced, never half-written)."""
+        return json.loads(Path(self.config["policy"]).read_text())["read_only"]
 
 
 class _ConnectHandler(BaseHTTPRequestHandler):  # CONNECT to GCS only: any other method gets http.server's 501
@@ -84,29 +81,17 @@ class _ConnectHandler(BaseHTTPRequestHandler):  # CONNECT to GCS only: any other
             sys.stderr.write(f"TLS handshake for {host} failed: {e}\n")
             return
         tls.settimeout(600)
-        _GCSForwarder(tls, self.client_address, self.server, host)
+        _GCSForwarder(tls, self.client_address, self.server)
 
 
 class _GCSForwarder(BaseHTTPRequestHandler):
-    """HTTP/1.1 requests inside the decrypted tunnel, forwarded to fake-gcs-server (keep-alive both sides)."""
+    """HTTP/1.1 requests inside the decrypted tunnel (kept alive), each forwarded to fake-gcs-server."""
 
     protocol_version = "HTTP/1.1"
     server: _ProxyServer
 
-    def __init__(self, request: Any, client_address: Any, server: _ProxyServer, host: str):
-        self.tunnel_host = host
-        self.upstream: http.client.HTTPConnection | None = None
-        super().__init__(request, client_address, server)
-
     def log_message(self, fmt: str, *args: Any) -> None:
         pass
-
-    def finish(self) -> None:
-        try:
-            super().finish()
-        finally:
-            if self.upstream is not None:
-                self.upstream.close()
 
     def _read_body(self) -> bytes:
         if "chunked" not in (self.headers.get("Transfer-Encoding") or "").lower():
@@ -138,26 +123,21 @@ class _GCSForwarder(BaseHTTPRequestHandler):
                                   "Permission 'storage.objects.create' denied on resource (or it may not exist).")
             return
         headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP_BY_HOP}
-        headers["Host"] = (self.headers.get("Host") or self.tunnel_host).split(":")[0]
+        headers["Host"] = self.headers.get("Host", "storage.googleapis.com").split(":")[0]
         if body or self.command in ("POST", "PUT", "PATCH"):
             headers["Content-Length"] = str(len(body))
-        for attempt in (0, 1):  # a kept-alive connection that fake-gcs-server closed: reconnect once
-            if self.upstream is None:
-                self.upstream = http.client.HTTPConnection("127.0.0.1", self.server.config["upstream_port"],
-                                                           timeout=600)
-                self.upstream.connect()
-                self.upstream.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            try:
-                self.upstream.request(self.command, self.path, body=body, headers=headers)
-                resp = self.upstream.getresponse()
-                break
-            except (OSError, http.client.HTTPException):
-                self.upstream.close()
-                self.upstream = None
-                if attempt:
-                    self._send_json_error(503, "backendError", "the local fake-gcs-server is not answering")
-                    return
-        data = resp.read()  # whole objects: a few MB in this course
+        upstream = http.client.HTTPConnection("127.0.0.1", self.server.config["upstream_port"], timeout=600)
+        try:
+            upstream.connect()
+            upstream.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            upstream.request(self.command, self.path, body=body, headers=headers)
+            resp = upstream.getresponse()
+            data = resp.read()  # whole objects: a few MB in this course
+        except (OSError, http.client.HTTPException):
+            self._send_json_error(503, "backendError", "the local fake-gcs-server is not answering")
+            return
+        finally:
+            upstream.close()
         self.send_response_only(resp.status, resp.reason)
         for key, value in resp.getheaders():
             if key.lower() == "location":  # fake-gcs-server's upload URLs say http://: back through this proxy

@@ -119,30 +119,26 @@ class LocalGCS:
 
     def _start_server(self) -> None:
         log_path = self._state / "fake-gcs-server.log"
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        url = f"http://127.0.0.1:{port}"
         with open(log_path, "ab") as log:
-            for _ in range(5):  # a free port can be taken between probing and binding: retry
-                with socket.socket() as s:
-                    s.bind(("127.0.0.1", 0))
-                    port = s.getsockname()[1]
-                url = f"http://127.0.0.1:{port}"
-                # the memory backend keeps the "folder/" marker objects that tf.io.gfile.makedirs writes
-                proc = self._popen([str(_fake_gcs_binary()), "-scheme", "http", "-host", "127.0.0.1", "-port",
-                                    str(port), "-backend", "memory", "-external-url", url, "-public-host",
-                                    "storage.googleapis.com", "-log-level", "warn"], log, stdout=log)
-                deadline = time.monotonic() + _STARTUP_S
-                while time.monotonic() < deadline and proc.poll() is None:
-                    try:
-                        if _open_no_proxy(f"{url}/storage/v1/b", timeout=1.0)[0] == 200:
-                            self._server, self.http_port = proc, port
-                            return
-                    except OSError:
-                        pass
-                    time.sleep(0.05)
-                if proc.poll() is None:
-                    proc.kill()
-                    proc.wait()
+            # the memory backend keeps the "folder/" marker objects that tf.io.gfile.makedirs writes
+            self._server = self._popen([str(_fake_gcs_binary()), "-scheme", "http", "-host", "127.0.0.1", "-port",
+                                        str(port), "-backend", "memory", "-external-url", url, "-public-host",
+                                        "storage.googleapis.com", "-log-level", "warn"], log, stdout=log)
+        deadline = time.monotonic() + _STARTUP_S
+        while time.monotonic() < deadline and self._server.poll() is None:
+            try:
+                if _open_no_proxy(f"{url}/storage/v1/b", timeout=1.0)[0] == 200:
+                    self.http_port = port
+                    return
+            except OSError:
+                pass
+            time.sleep(0.05)
         raise RuntimeError("fake-gcs-server did not start on 127.0.0.1. Its log:\n"
-                            + log_path.read_text(errors="replace")[-2000:])
+                           + log_path.read_text(errors="replace")[-2000:])
 
     def _start_proxy(self, cert: Path, key: Path) -> None:
         config = {"cert": str(cert), "key": str(key), "upstream_port": self.http_port,
@@ -156,7 +152,7 @@ class LocalGCS:
         if not line.isdigit():
             self._proxy.wait(timeout=5)
             raise RuntimeError("the emulator's TLS proxy did not start. Its log:\n"
-                                + (self._state / "proxy.log").read_text(errors="replace")[-2000:])
+                               + (self._state / "proxy.log").read_text(errors="replace")[-2000:])
         self.proxy_port = int(line)
 
     def stop(self) -> None:
@@ -198,12 +194,11 @@ class LocalGCS:
         existing = (os.environ.get("NO_PROXY") or os.environ.get("no_proxy") or "").split(",")
         keep = [h.strip() for h in existing if h.strip() and "google" not in h and h.strip() != "*"]
         no_proxy = ",".join(dict.fromkeys(["127.0.0.1", "localhost", "::1", *DIRECT_HOSTS, *keep]))
+        import certifi
+
         saved = self._saved_env or {k: os.environ.get(k) for k in _ENV_KEYS}
-        if saved.get("REQUESTS_CA_BUNDLE") or saved.get("CURL_CA_BUNDLE"):  # requests falls back to CURL_CA_BUNDLE
-            requests_bundle = saved.get("REQUESTS_CA_BUNDLE") or saved["CURL_CA_BUNDLE"]
-        else:
-            import certifi
-            requests_bundle = certifi.where()
+        # requests' own order: REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE, certifi (never our CA)
+        requests_bundle = saved.get("REQUESTS_CA_BUNDLE") or saved.get("CURL_CA_BUNDLE") or certifi.where()
         return {
             "https_proxy": proxy, "HTTPS_PROXY": proxy, "no_proxy": no_proxy, "NO_PROXY": no_proxy,
             "CURL_CA_BUNDLE": str(self.ca_bundle), "REQUESTS_CA_BUNDLE": requests_bundle,
@@ -241,8 +236,7 @@ class LocalGCS:
         self._write_policy()
         return f"gs://{name}"
 
-    def _write_policy(self) -> None:
-        if self._state is not None:  # the proxy re-reads it when it changes
-            tmp = self._state / "policy.json.tmp"
-            tmp.write_text(json.dumps({"read_only": sorted(self._read_only)}))
-            os.replace(tmp, self._state / "policy.json")
+    def _write_policy(self) -> None:  # the proxy reads it at every write request
+        tmp = self._state / "policy.json.tmp"
+        tmp.write_text(json.dumps({"read_only": sorted(self._read_only)}))
+        os.replace(tmp, self._state / "policy.json")

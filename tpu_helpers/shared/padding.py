@@ -83,7 +83,6 @@ def padded_batches(lengths: Sequence[int], batch_size: int, strategy: str, *, ma
 class StrategyResult:
     """What one strategy costs on a length distribution."""
     strategy: str
-    batches: int
     compilations: int  # distinct batch shapes = XLA programs to compile
     shapes: tuple[tuple[int, int], ...]  # the distinct (rows, padded length) shapes, sorted
     real_tokens: int  # tokens of the samples (after truncation) in the batches
@@ -106,7 +105,7 @@ def evaluate_strategy(lengths: Sequence[int], batch_size: int, strategy: str, *,
     shapes = tuple(sorted({b.shape for b in batches}))
     real = int(sum(int(lens[b.indices].sum()) for b in batches))
     computed = int(sum(b.shape[0] * b.shape[1] for b in batches))
-    return StrategyResult(strategy, len(batches), len(shapes), shapes, real, computed)
+    return StrategyResult(strategy, len(shapes), shapes, real, computed)
 
 
 @dataclass

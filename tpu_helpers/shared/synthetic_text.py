@@ -45,13 +45,10 @@ def _make_names(n: int = 600) -> tuple[str, ...]:
     vowels = ("a", "e", "i", "o", "u", "ai", "ea", "io")
     codas = ("", "n", "r", "l", "s", "th", "m", "nd")
     rng = random.Random(f"tpu-course-names-v{VERSION}")
-    names: list[str] = []
-    seen: set[str] = set()
+    names: dict[str, None] = {}  # distinct, in the order drawn
     while len(names) < n:
         name = "".join(rng.choice(onsets) + rng.choice(vowels) for _ in range(rng.choice((2, 2, 3)))) + rng.choice(codas)
-        if name not in seen:
-            seen.add(name)
-            names.append(name.capitalize())
+        names[name.capitalize()] = None
     return tuple(names)
 
 
