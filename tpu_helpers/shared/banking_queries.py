@@ -4,8 +4,6 @@ from __future__ import annotations
 import random
 from typing import Sequence
 
-__all__ = ["BANKING77_LABELS", "banking_query", "banking_queries"]
-
 # The 77 intents of PolyAI/banking77, in the dataset's label order (label id = position).
 BANKING77_LABELS: tuple[str, ...] = tuple("""activate_my_card age_limit apple_pay_or_google_pay atm_support
     automatic_top_up balance_not_updated_after_bank_transfer balance_not_updated_after_cheque_or_cash_deposit
@@ -24,7 +22,6 @@ BANKING77_LABELS: tuple[str, ...] = tuple("""activate_my_card age_limit apple_pa
     transfer_timing unable_to_verify_identity verify_my_identity verify_source_of_funds verify_top_up
     virtual_card_not_working visa_or_mastercard why_verify_identity wrong_amount_of_cash_received
     wrong_exchange_rate_for_cash_withdrawal""".split())
-assert len(BANKING77_LABELS) == 77 == len(set(BANKING77_LABELS))
 
 
 _TEMPLATES = (

@@ -9,32 +9,18 @@ import numpy as np
 
 from tpu_helpers.core.tables import format_table
 
-__all__ = [
-    "DEFAULT_STRATEGIES", "PaddedBatch", "StrategyResult", "PaddingReport", "round_up", "default_boundaries",
-    "padded_batches", "evaluate_strategy", "padding_report", "plot_padding_reports",
-]
-
 DEFAULT_STRATEGIES = ("longest", "multiple_of_8", "multiple_of_32", "multiple_of_64", "buckets", "max_length")
-_MULTIPLE_RE = re.compile(r"multiple_of_(\d+)$")
+_MULTIPLE_RE = re.compile(r"multiple_of_([1-9]\d*)$")
 
 
 def round_up(n: int, multiple: int) -> int:
     """``n`` rounded up to a multiple of ``multiple`` (what ``pad_to_multiple_of`` does)."""
-    if multiple < 1:
-        raise ValueError(f"multiple must be >= 1, not {multiple}")
     return -(-int(n) // multiple) * multiple
 
 
 def default_boundaries(max_length: int) -> list[int]:
     """Bucket upper bounds: 8, 16, 32, ... below ``max_length``, then ``max_length``."""
     return [8 << k for k in range(64) if 8 << k < max_length] + [max_length]
-
-
-def _check_strategy(strategy: str) -> None:
-    m = _MULTIPLE_RE.match(strategy)
-    if not (strategy in ("longest", "buckets", "max_length") or (m and int(m.group(1)) >= 1)):
-        raise ValueError(f"unknown padding strategy {strategy!r}: use 'longest', 'multiple_of_N' (a multiple of at "
-                         "least 1 token, e.g. 'multiple_of_32'), 'buckets' or 'max_length'")
 
 
 @dataclass(frozen=True)
@@ -62,12 +48,10 @@ class PaddedBatch:
 def padded_batches(lengths: Sequence[int], batch_size: int, strategy: str, *, max_length: int,
                    boundaries: Sequence[int] | None = None, seed: int | None = None) -> list[PaddedBatch]:
     """Batches of samples (in order, or shuffled with ``seed``; ``lengths`` before truncation), padded the ``strategy`` way."""
-    _check_strategy(strategy)
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be >= 1, not {batch_size}")
-    if max_length < 1:
-        raise ValueError(f"max_length must be >= 1, not {max_length}")
     m = _MULTIPLE_RE.match(strategy)
+    if not (m or strategy in ("longest", "buckets", "max_length")):
+        raise ValueError(f"unknown padding strategy {strategy!r}: use 'longest', 'multiple_of_N' (e.g. "
+                         "'multiple_of_32'), 'buckets' or 'max_length'")
     if m and max_length % int(m.group(1)):
         raise ValueError(f"max_length={max_length} is not a multiple of {m.group(1)}: transformers' tokenizers "
                          f"refuse to truncate to it and pad to a multiple of {m.group(1)}; choose a max_length "
@@ -99,7 +83,6 @@ def padded_batches(lengths: Sequence[int], batch_size: int, strategy: str, *, ma
 class StrategyResult:
     """What one strategy costs on a length distribution."""
     strategy: str
-    batches: int
     compilations: int  # distinct batch shapes = XLA programs to compile
     shapes: tuple[tuple[int, int], ...]  # the distinct (rows, padded length) shapes, sorted
     real_tokens: int  # tokens of the samples (after truncation) in the batches
@@ -122,7 +105,7 @@ def evaluate_strategy(lengths: Sequence[int], batch_size: int, strategy: str, *,
     shapes = tuple(sorted({b.shape for b in batches}))
     real = int(sum(int(lens[b.indices].sum()) for b in batches))
     computed = int(sum(b.shape[0] * b.shape[1] for b in batches))
-    return StrategyResult(strategy, len(batches), len(shapes), shapes, real, computed)
+    return StrategyResult(strategy, len(shapes), shapes, real, computed)
 
 
 @dataclass
@@ -147,8 +130,6 @@ class PaddingReport:
             title=f"{self.samples} samples, batch {self.batch_size}, max_length {self.max_length} "
                   f"({self.truncated_fraction:.1%} of tokens truncated)")
 
-    __str__ = table
-
 
 def padding_report(lengths: Sequence[int], batch_size: int, *, max_length: int,
                    strategies: Iterable[str] = DEFAULT_STRATEGIES, boundaries: Sequence[int] | None = None,
@@ -163,15 +144,13 @@ def padding_report(lengths: Sequence[int], batch_size: int, *, max_length: int,
     return PaddingReport(results, batch_size, max_length, int(lens.size), cut / total if total else 0.0)
 
 
-def plot_padding_reports(reports: PaddingReport | Mapping[str, PaddingReport], ax=None, title: str | None = None):
-    """A figure of compilations (log x) against padded % for one report or ``{"dataset name": report}``."""
+def plot_padding_reports(reports: Mapping[str, PaddingReport]):
+    """A figure of compilations (log x) against padded % for ``{"dataset name": report}``."""
     import matplotlib.pyplot as plt
 
-    if isinstance(reports, PaddingReport):
-        reports = {"": reports}
-    fig, ax = plt.subplots(figsize=(7.5, 4.5)) if ax is None else (ax.figure, ax)
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
     for k, (name, rep) in enumerate(reports.items()):
-        label = f"{name} (batch {rep.batch_size}, max_length {rep.max_length})" if name else None
+        label = f"{name} (batch {rep.batch_size}, max_length {rep.max_length})"
         pts = ax.scatter([r.compilations for r in rep], [100 * r.padded_fraction for r in rep], marker="os^Dv<>"[k % 7],
                          s=55, label=label, zorder=3)
         # the "pad to a length" family (longest ... max_length) as one faint line; buckets stand alone
@@ -184,9 +163,8 @@ def plot_padding_reports(reports: PaddingReport | Mapping[str, PaddingReport], a
     ax.set_xscale("log")
     ax.set_xlabel("XLA compilations (distinct padded shapes, log scale)")
     ax.set_ylabel("padding: % of computed tokens")
-    ax.set_title(title or "Padding strategies: compilations vs wasted tokens")
+    ax.set_title("Padding strategies: compilations vs wasted tokens")
     ax.grid(True, which="both", alpha=0.3)
-    if any(reports.keys()):
-        ax.legend(fontsize=8)
+    ax.legend(fontsize=8)
     fig.tight_layout()
     return fig

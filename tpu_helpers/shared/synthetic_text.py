@@ -4,8 +4,6 @@ from __future__ import annotations
 import random
 from typing import Iterator
 
-__all__ = ["paragraphs", "iter_paragraphs", "sentence", "VERSION"]
-
 VERSION = 1  # change when the generator's output changes (caches key on it)
 
 _NOUNS = tuple("""system model data time value result process user file network number student teacher city river
@@ -47,13 +45,10 @@ def _make_names(n: int = 600) -> tuple[str, ...]:
     vowels = ("a", "e", "i", "o", "u", "ai", "ea", "io")
     codas = ("", "n", "r", "l", "s", "th", "m", "nd")
     rng = random.Random(f"tpu-course-names-v{VERSION}")
-    names: list[str] = []
-    seen: set[str] = set()
+    names: dict[str, None] = {}  # distinct, in the order drawn
     while len(names) < n:
         name = "".join(rng.choice(onsets) + rng.choice(vowels) for _ in range(rng.choice((2, 2, 3)))) + rng.choice(codas)
-        if name not in seen:
-            seen.add(name)
-            names.append(name.capitalize())
+        names[name.capitalize()] = None
     return tuple(names)
 
 
@@ -105,7 +100,7 @@ def _clause(rng: random.Random) -> str:
     return " ".join(parts)
 
 
-def sentence(rng: random.Random) -> str:
+def _sentence(rng: random.Random) -> str:
     """One to three clauses, sometimes an opener, capitalised, with a full stop."""
     clauses = [_clause(rng)]
     while len(clauses) < 3 and rng.random() < 0.35:
@@ -118,26 +113,16 @@ def sentence(rng: random.Random) -> str:
 
 def iter_paragraphs(max_chars: int | None = None, *, seed: int = 0, n: int | None = None) -> Iterator[str]:
     """Paragraphs of 1 to about 12 sentences (log-normal), until ``n`` paragraphs or ``max_chars`` characters."""
-    if max_chars is None and n is None:
-        raise ValueError("give max_chars or n: the generator never runs out")
-    if (max_chars is not None and max_chars < 1) or (n is not None and n < 1):
-        raise ValueError(f"max_chars and n must be positive, got max_chars={max_chars}, n={n}")
     rng = random.Random(f"tpu-course-text-v{VERSION}-{seed}")
     total = count = 0
     while (n is None or count < n) and (max_chars is None or total < max_chars):
         k = max(1, min(40, round(rng.lognormvariate(0.9, 0.8))))
-        text = " ".join(sentence(rng) for _ in range(k))
+        text = " ".join(_sentence(rng) for _ in range(k))
         yield text
         count += 1
         total += len(text) + 1
 
 
-def paragraphs(n: int, *, seed: int = 0, min_words: int = 1) -> list[str]:
-    """``n`` paragraphs with at least ``min_words`` words each (deterministic for a seed)."""
-    out: list[str] = []
-    stream = iter_paragraphs(seed=seed, n=None, max_chars=10**12)
-    while len(out) < n:
-        p = next(stream)
-        if len(p.split()) >= min_words:
-            out.append(p)
-    return out
+def paragraphs(n: int, *, seed: int = 0) -> list[str]:
+    """``n`` paragraphs (deterministic for a seed)."""
+    return list(iter_paragraphs(seed=seed, n=n))

@@ -1,8 +1,7 @@
-"""The generated English-like text: deterministic per seed, long-tailed lengths, Zipf-like words, clear errors."""
+"""The generated English-like text: deterministic per seed, long-tailed lengths, Zipf-like words."""
 from collections import Counter
 
 import numpy as np
-import pytest
 
 from tpu_helpers.shared import synthetic_text
 
@@ -25,10 +24,6 @@ def test_lengths_have_a_long_tail_and_words_a_zipf_like_frequency():
     assert " a a" not in " ".join(paras) and not any(f" a {v}" in " ".join(paras) for v in "aeiou")
 
 
-def test_max_chars_bounds_the_stream_and_bad_sizes_are_refused():
+def test_max_chars_bounds_the_stream():
     text = list(synthetic_text.iter_paragraphs(max_chars=5000))
     assert 5000 <= sum(len(t) + 1 for t in text) < 5000 + len(text[-1]) + 1
-    with pytest.raises(ValueError, match="max_chars or n"):
-        next(synthetic_text.iter_paragraphs())
-    with pytest.raises(ValueError, match="positive"):
-        next(synthetic_text.iter_paragraphs(max_chars=0))

@@ -16,7 +16,7 @@ import pytest
 from tpu_helpers import gcs_emulator
 from tpu_helpers.core.frameworks import import_tensorflow
 from tpu_helpers.core.runtime import Runtime
-from tpu_helpers.gcs_emulator import LocalGCS, write_target_bucket
+from tpu_helpers.gcs_emulator import LocalGCS
 from tpu_helpers.mlm import gcs as gcsmod
 
 NODE = Runtime("tpu-node", "colab", tpu_address="grpc://10.0.0.2:8470", devices=8)
@@ -27,18 +27,21 @@ def test_start_is_idempotent_and_sets_the_environment(local_gcs):
     assert local_gcs.running
     again = LocalGCS().start()  # a re-run notebook cell
     assert again is local_gcs and gcs_emulator.active() is local_gcs
-    with LocalGCS() as inner:  # a with-block inside a running emulator reuses it and leaves it running
-        assert inner is local_gcs
-    assert local_gcs.running
-    with pytest.raises(gcs_emulator.EmulatorError, match="already running .* not the one asked for"):
-        LocalGCS(relay_hosts=["example.org"]).start()  # other settings: never silently the running one
-    assert local_gcs.running and gcs_emulator.active() is local_gcs
+    attached = LocalGCS()
+    attached.start()  # the return value ignored: the object serves the running emulator too
+    assert attached.proxy_port == local_gcs.proxy_port and local_gcs.running
     env = local_gcs.env
     for key, value in env.items():
         assert os.environ[key] == value
     assert env["https_proxy"] == f"http://127.0.0.1:{local_gcs.proxy_port}"
     assert "STORAGE_EMULATOR_HOST" not in os.environ  # the Python client reaches it only via storage_client()
     assert "googleapis" not in env["NO_PROXY"] and "127.0.0.1" in env["NO_PROXY"]
+    # the Hub, PyPI and GitHub go around the proxy, as requests (huggingface_hub, pip) decides from the variables
+    requests = pytest.importorskip("requests")
+    for url in ("https://huggingface.co/x", "https://cas-bridge.xethub.hf.co/x", "https://files.pythonhosted.org/x"):
+        assert requests.utils.should_bypass_proxies(url, None), url
+    for url in ("https://storage.googleapis.com/b/o", "https://www.googleapis.com/storage/v1/b", "https://evilhf.co"):
+        assert not requests.utils.should_bypass_proxies(url, None), url
     gcsmod_saved = local_gcs._saved_env
     # CA bundles merged, never replaced: CURL_CA_BUNDLE = our CA + the bundle in force before; REQUESTS_CA_BUNDLE
     # is the one requests used before and does not trust our CA.
@@ -85,13 +88,22 @@ def test_large_object_round_trip(local_gcs):
     assert not tf.io.gfile.exists(f"{bucket}/blob.bin")
 
 
+def storage_client(gcs: LocalGCS):
+    """A ``google.cloud.storage.Client`` talking to fake-gcs-server directly (anonymous credentials)."""
+    from google.auth.credentials import AnonymousCredentials
+    from google.cloud import storage
+
+    return storage.Client(project="tpu-course-local", credentials=AnonymousCredentials(),
+                          client_options={"api_endpoint": f"http://127.0.0.1:{gcs.http_port}"})
+
+
 def test_python_client_and_child_processes_see_the_same_objects(local_gcs):
     tf = import_tensorflow()
     bucket = local_gcs.create_bucket("tf-emulator-clients")
     with tf.io.gfile.GFile(f"{bucket}/hello.txt", "w") as f:
         f.write("written by TensorFlow")
 
-    client = local_gcs.storage_client()
+    client = storage_client(local_gcs)
     assert [b.name for b in client.list_blobs("tf-emulator-clients")] == ["hello.txt"]
     client.bucket("tf-emulator-clients").blob("py.txt").upload_from_string(b"written by google-cloud-storage")
     assert tf.io.gfile.GFile(f"{bucket}/py.txt").read() == "written by google-cloud-storage"
@@ -121,15 +133,6 @@ def test_read_only_bucket_refuses_writes_like_gcs(local_gcs):
         f.write("yes")
 
 
-def test_write_target_bucket():
-    assert write_target_bucket("GET", "www.googleapis.com", "/storage/v1/b/a/o/x") is None
-    assert write_target_bucket("POST", "www.googleapis.com", "/upload/storage/v1/b/a/o?uploadType=resumable") == "a"
-    assert write_target_bucket("POST", "www.googleapis.com", "/storage/v1/b/a/o/x/rewriteTo/b/b2/o/y") == "b2"
-    assert write_target_bucket("DELETE", "www.googleapis.com", "/storage/v1/b/a/o/x%2Fy") == "a"
-    assert write_target_bucket("PUT", "storage.googleapis.com", "/bkt/some/object") == "bkt"
-    assert write_target_bucket("PUT", "bkt.storage.googleapis.com", "/some/object") == "bkt"
-
-
 def _connect(port: int, target: str) -> bytes:
     with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
         s.sendall(f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n".encode())
@@ -139,12 +142,12 @@ def _connect(port: int, target: str) -> bytes:
         return answer
 
 
-def test_proxy_refuses_google_metadata_loopback_and_unlisted_hosts(local_gcs):
+def test_proxy_refuses_google_metadata_loopback_and_other_hosts(local_gcs):
     for target in ("tpu.googleapis.com:443", "metadata.google.internal:80", "169.254.169.254:80",
                    f"127.0.0.1:{local_gcs.http_port}", "localhost:22", "[::1]:443", "example.org:443"):
         answer = _connect(local_gcs.proxy_port, target)
         assert answer.startswith(b"HTTP/1.1 403"), (target, answer)
-    assert b"relays only the hosts on its list" in _connect(local_gcs.proxy_port, "example.org:443")
+    assert b"stop the emulator" in _connect(local_gcs.proxy_port, "example.org:443")
     assert _connect(local_gcs.proxy_port, "storage.googleapis.com:443").startswith(b"HTTP/1.1 200")
 
 
