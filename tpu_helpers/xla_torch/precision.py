@@ -1,5 +1,4 @@
-"""Float32 matmuls at full precision (a TPU's default is one bfloat16 pass) for cells comparing XLA with eager.
-Graphs are cached by IR, not precision: run a compared graph first inside the block."""
+"""Float32 matmuls at full precision (a TPU's default is one bfloat16 pass); graphs are cached by IR, not precision."""
 from __future__ import annotations
 
 import contextlib
@@ -7,8 +6,6 @@ import logging
 from typing import Iterator
 
 from tpu_helpers.core.logs import DropMessages
-
-__all__ = ["PRECISIONS", "mat_mul_precision"]
 
 PRECISIONS = ("default", "high", "highest")  # torch_xla.backends: 1, 3 and 6 bfloat16 passes on a TPU
 
