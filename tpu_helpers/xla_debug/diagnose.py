@@ -1,5 +1,5 @@
-"""The slow-run detective: record a loop with `StepRecorder` (``run.step(batch)`` per step), then
-`diagnose_slow_run(run)` lists the problems (https://docs.pytorch.org/xla/release/r2.7/learn/troubleshoot.html)."""
+"""The slow-run detective: `StepRecorder` records a loop, `diagnose_slow_run` names what makes it slow."""
+# the problems and fixes follow https://docs.pytorch.org/xla/release/r2.7/learn/troubleshoot.html
 from __future__ import annotations
 
 import statistics
@@ -8,31 +8,20 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from tpu_helpers.xla_torch.counters import XlaSnapshot, between, snapshot
-
-__all__ = ["StepStats", "StepRecorder", "Problem", "SlowRunReport", "diagnose_slow_run", "shape_signature",
-           "shapes_from_an_earlier_run", "run_in_fresh_process"]
-
-MAX_SYNC_STEP_SHARE = 0.25  # host syncs count when more of the steps than this read values
-MAX_COMPILE_SHARE = 0.5  # compile time counts when it is more of the wall time than this
+from tpu_helpers.xla_torch.counters import between, snapshot
 
 
 def shape_signature(batch: Any) -> dict[str, tuple[int, ...]]:
     """The shapes of a batch's tensors by name (a dict, a tuple/list, or one tensor)."""
     if hasattr(batch, "shape") and not isinstance(batch, (dict, list, tuple)):
         return {"input": tuple(batch.shape)}
-    if isinstance(batch, Mapping):
-        items = batch.items()
-    elif isinstance(batch, (list, tuple)):
-        items = ((f"input[{i}]", v) for i, v in enumerate(batch))
-    else:
-        return {}
-    return {str(k): tuple(v.shape) for k, v in items if hasattr(v, "shape")}
+    items = batch.items() if isinstance(batch, Mapping) else enumerate(batch) if isinstance(batch, (list, tuple)) else ()
+    return {k if isinstance(k, str) else f"input[{k}]": tuple(v.shape) for k, v in items if hasattr(v, "shape")}
 
 
 @dataclass
 class StepStats:
-    """What one training step did: differences of torch_xla's counters over the step."""
+    """What one training step did: `between` over the step, its input shapes and wall time."""
 
     index: int
     shapes: dict[str, tuple[int, ...]]
@@ -46,43 +35,26 @@ class StepStats:
     execute_seconds: float = 0.0
     wall_seconds: float = 0.0
 
-    @property
-    def batch_size(self) -> int | None:
-        return next((shape[0] for shape in self.shapes.values() if shape), None)
-
 
 class StepRecorder:
     """torch_xla's counters step by step: call `step(batch)` as each step starts (waits for the device at the end)."""
 
-    def __init__(self) -> None:
-        self.steps: list[StepStats] = []
-        self._open: tuple[int, dict, XlaSnapshot, float] | None = None
-        self.wall_seconds = 0.0
-        self._t0 = 0.0
-
     def __enter__(self) -> "StepRecorder":
-        self.steps, self._open, self._t0 = [], None, time.perf_counter()
+        self.steps: list[StepStats] = []
+        self._open, self._t0, self.wall_seconds = None, time.perf_counter(), 0.0
         return self
 
-    def step(self, batch: Any = None) -> None:
+    def step(self, batch: Any = None, *, last: bool = False) -> None:
         """Close the previous step and open one; ``batch`` gives the step's input shapes."""
-        now = time.perf_counter()
-        snap = snapshot(wait=False)
-        self._close(snap, now)
-        self._open = (len(self.steps), shape_signature(batch), snap, now)
-
-    def _close(self, b: XlaSnapshot, now: float) -> None:
-        if self._open is None:
-            return
-        index, shapes, a, t = self._open
-        self.steps.append(StepStats(index, shapes, wall_seconds=now - t, **between(a, b)))
-        self._open = None
+        snap, now = snapshot(wait=last), time.perf_counter()
+        if self._open is not None:
+            index, shapes, a, t = self._open
+            self.steps.append(StepStats(index, shapes, wall_seconds=now - t, **between(a, snap)))
+        self._open = None if last else (len(self.steps), shape_signature(batch), snap, now)
 
     def __exit__(self, *exc) -> None:
-        snap = snapshot(wait=True)
-        now = time.perf_counter()
-        self._close(snap, now)
-        self.wall_seconds = now - self._t0
+        self.step(last=True)
+        self.wall_seconds = time.perf_counter() - self._t0
 
 
 @dataclass(frozen=True)
@@ -119,33 +91,27 @@ class SlowRunReport:
         return "\n".join([head] + [f"{i}. {p}" for i, p in enumerate(self.problems, 1)])
 
 
-def _shape_changes(steps: Sequence[StepStats], limit: int = 5) -> str:
+def _shape_changes(steps: Sequence[StepStats]) -> str:
     seen: dict[str, list[tuple[int, ...]]] = {}
     for s in steps:
         for name, shape in s.shapes.items():
             if shape not in seen.setdefault(name, []):
                 seen[name].append(shape)
-    return "; ".join(f"{name} took {len(shapes)} shapes: " + ", ".join(map(str, shapes[:limit]))
-                     + (", ..." if len(shapes) > limit else "") for name, shapes in seen.items() if len(shapes) > 1)
+    return "; ".join(f"{name} took {len(shapes)} shapes: " + ", ".join(map(str, shapes[:5]))
+                     + (", ..." if len(shapes) > 5 else "") for name, shapes in seen.items() if len(shapes) > 1)
 
 
-def diagnose_slow_run(run: StepRecorder | Sequence[StepStats], *, warmup_steps: int = 2,
-                      min_batch_per_device: int = 8) -> SlowRunReport:
+def diagnose_slow_run(run: StepRecorder | Sequence[StepStats], *, warmup_steps: int = 2) -> SlowRunReport:
     """The problems of a recorded run, most costly first; the first ``warmup_steps`` recorded steps may compile."""
-    steps = list(run.steps if isinstance(run, StepRecorder) else run)
-    wall = (run.wall_seconds if isinstance(run, StepRecorder) and run.wall_seconds else
-            sum(s.wall_seconds for s in steps))
-    compile_s = sum(s.compile_seconds for s in steps)
-    graphs = sum(s.compilations for s in steps)
+    steps = list(getattr(run, "steps", run))
+    wall = getattr(run, "wall_seconds", 0) or sum(s.wall_seconds for s in steps)
+    compile_s, graphs = sum(s.compile_seconds for s in steps), sum(s.compilations for s in steps)
     summary = (f"{len(steps)} steps in {wall:.2f} s, {graphs} graph(s) compiled ({compile_s:.2f} s), "
                f"{sum(s.cache_hits for s in steps)} cache hits, {sum(s.syncs for s in steps)} host transfers")
     if not steps:
         return SlowRunReport([], summary + " (nothing recorded: call run.step(batch) in the loop)")
     problems: list[Problem] = []
-
-    fallback_ops: Counter = Counter()
-    for s in steps:
-        fallback_ops.update(s.fallbacks)
+    fallback_ops = sum((Counter(s.fallbacks) for s in steps), Counter())
     if fallback_ops:
         problems.append(Problem(
             "cpu_fallback", f"CPU fallback: {len(fallback_ops)} op(s) with no XLA lowering ran on the CPU",
@@ -175,7 +141,7 @@ def diagnose_slow_run(run: StepRecorder | Sequence[StepStats], *, warmup_steps: 
             f"({sum(s.compile_seconds for s in late):.2f} s compiling)", f"new graphs in steps {shown}; {cause}", fix))
 
     sync_steps = [s for s in steps if s.scalar_reads or (s.syncs and not s.fallbacks)]  # fallbacks' own: above
-    if sync_steps and len(sync_steps) > MAX_SYNC_STEP_SHARE * len(steps):
+    if len(sync_steps) > 0.25 * len(steps):  # a log line every few steps is fine
         transfers = sum(s.scalar_reads if s.fallbacks else s.syncs for s in sync_steps)
         problems.append(Problem(
             "host_sync", f"Device-to-host syncs in {len(sync_steps)} of {len(steps)} steps",
@@ -184,7 +150,7 @@ def diagnose_slow_run(run: StepRecorder | Sequence[StepStats], *, warmup_steps: 
             "keep values on the device: accumulate the loss in a tensor and read it every N steps (or in "
             "xm.add_step_closure), replace `if tensor:` with torch.where, don't print tensors in the loop."))
 
-    if wall > 0 and compile_s > MAX_COMPILE_SHARE * wall:
+    if wall > 0 and compile_s > 0.5 * wall:
         problems.append(Problem(
             "compile_time", f"Compilation dominates: {compile_s:.2f} s of the {wall:.2f} s recorded "
             f"({compile_s / wall:.0%})", f"{graphs} graph(s) compiled in {len(steps)} steps; XLA compiles each new "
@@ -192,12 +158,11 @@ def diagnose_slow_run(run: StepRecorder | Sequence[StepStats], *, warmup_steps: 
             "judge speed only after the first steps and fix any recompilation above. The persistent cache "
             "(torch_xla.runtime.initialize_cache) cannot load graphs back in torch_xla 2.9 (pytorch/xla#9094)."))
 
-    sizes = [s.batch_size for s in steps if s.batch_size]
-    if sizes and (typical := statistics.median_high(sizes)) < min_batch_per_device:
+    sizes = [n for s in steps if (n := next((shape[0] for shape in s.shapes.values() if shape), None))]
+    if sizes and (typical := statistics.median_high(sizes)) < 8:
         problems.append(Problem(
             "small_batch", f"Small batches: {typical} samples per device per step",
-            f"below {min_batch_per_device}: a TPU core computes in 8 x 128 tiles, so most of it idles and each "
-            "step's fixed cost dominates.",
+            "below 8: a TPU core computes in 8 x 128 tiles, so most of it idles and each step's fixed cost dominates.",
             "raise the per-device batch (a multiple of 8, as large as memory allows; bf16 halves activation memory), "
             "or accumulate gradients over several micro-batches."))
     return SlowRunReport(problems, summary)
@@ -212,14 +177,3 @@ def shapes_from_an_earlier_run(steps: Sequence[StepStats], *, warmup_steps: int 
             new.append(s)
         seen.add(key)
     return new if new and all(s.cache_hits and not s.compilations for s in new) else []
-
-
-def run_in_fresh_process(code: str, env: Mapping[str, str] | None = None,
-                         timeout: float = 300) -> "subprocess.CompletedProcess[str]":  # noqa: F821
-    """Run a Python snippet in a new process on XLA's CPU backend (for settings read at start: PT_XLA_DEBUG_LEVEL)."""
-    import os
-    import subprocess
-    import sys
-
-    return subprocess.run([sys.executable, "-c", code], env={**os.environ, "PJRT_DEVICE": "CPU", **(env or {})},
-                          capture_output=True, text=True, timeout=timeout)
