@@ -39,6 +39,9 @@ class StepStats:
 class StepRecorder:
     """torch_xla's counters step by step: call `step(batch)` as each step starts (waits for the device at the end)."""
 
+    def __init__(self) -> None:
+        self.__enter__()
+
     def __enter__(self) -> "StepRecorder":
         self.steps: list[StepStats] = []
         self._open, self._t0, self.wall_seconds = None, time.perf_counter(), 0.0
@@ -55,6 +58,10 @@ class StepRecorder:
     def __exit__(self, *exc) -> None:
         self.step(last=True)
         self.wall_seconds = time.perf_counter() - self._t0
+
+    def report(self, *, warmup_steps: int = 2) -> "SlowRunReport":
+        """`diagnose_slow_run` on every recorded step, the first ``warmup_steps`` of them the warm-up."""
+        return diagnose_slow_run(self, warmup_steps=warmup_steps)
 
 
 @dataclass(frozen=True)
