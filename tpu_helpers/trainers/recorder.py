@@ -30,11 +30,6 @@ class SlowRunDetective(Callback, StepRecorder):
     def on_train_end(self, trainer, pl_module) -> None:
         self.__exit__()
 
-    def steps_inside_epochs(self, from_epoch: int = 2) -> list:
-        """The steps of epochs >= ``from_epoch`` but each epoch's first (which traces the last epoch's logged mean)."""
-        starts = {self.epoch_of_step.index(e) for e in set(self.epoch_of_step)}
-        return [s for k, (s, e) in enumerate(zip(self.steps, self.epoch_of_step)) if e >= from_epoch and k not in starts]
-
 
 class HFStepDetective(TrainerCallback, StepRecorder):
     """The detective for the Hugging Face ``Trainer``: one recorded step per optimizer step (``on_step_begin``)."""

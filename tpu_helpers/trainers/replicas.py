@@ -5,7 +5,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator
 
 import torch
 from lightning.pytorch.callbacks import Callback
@@ -53,8 +53,7 @@ def plan_replicas(is_tpu: bool, replicas: int, batch_size: int, tpu_devices: Cal
 
 
 class ReplicaShard:
-    """The iterating process's batches of a sampler cut for ``num_replicas``: batch ``k`` goes to replica
-    ``k % num_replicas``; ``yielded``: the batches of the last pass."""
+    """The iterating process's batches of a sampler cut for ``num_replicas`` (batch k to replica k % num_replicas)."""
 
     def __init__(self, batch_sampler: Iterable, num_replicas: int):
         planned = getattr(batch_sampler, "num_replicas", num_replicas)
@@ -88,8 +87,7 @@ class ReplicaShard:
 
 
 class SamePlanOnEveryReplica(Callback):
-    """Before each epoch, raise `ReplicaMismatchError` in every process unless all replicas plan the same steps and
-    shapes (instead of one of them hanging in an all-reduce)."""
+    """Before each epoch, raise `ReplicaMismatchError` everywhere unless all replicas plan the same steps and shapes."""
 
     def on_train_epoch_start(self, trainer, pl_module) -> None:
         sampler = trainer.train_dataloader.batch_sampler
@@ -103,11 +101,10 @@ class SamePlanOnEveryReplica(Callback):
 
 
 class ReplicaLog(Callback):
-    """Each process writes ``{train,test}-rank{r}.pt`` to ``folder`` (train: per-epoch ``steps`` shapes and
-    ``indices``, ``weights``; test: ``indices`` and the module's ``attributes``); `read` loads them in rank order."""
+    """Each process writes what it trained on and predicted to ``folder``; `read` loads them in rank order."""
 
-    def __init__(self, folder: str | Path, attributes: Sequence[str] = ("predictions", "gathered")):
-        self.folder, self.attributes = Path(folder), tuple(attributes)
+    def __init__(self, folder: str | Path):
+        self.folder = Path(folder)
 
     def _save(self, trainer, stage: str, record: dict[str, Any]) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -137,7 +134,7 @@ class ReplicaLog(Callback):
 
     def on_test_end(self, trainer, pl_module) -> None:
         record: dict[str, Any] = {"indices": self._given(trainer.test_dataloaders)}
-        for name in self.attributes:
+        for name in ("predictions", "gathered"):
             value = getattr(pl_module, name, None)
             if isinstance(value, (list, tuple)):
                 value = torch.cat([v.detach().cpu() for v in value]) if value else None

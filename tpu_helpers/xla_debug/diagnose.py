@@ -12,11 +12,8 @@ from tpu_helpers.xla_torch.counters import between, snapshot
 
 
 def shape_signature(batch: Any) -> dict[str, tuple[int, ...]]:
-    """The shapes of a batch's tensors by name (a dict, a tuple/list, or one tensor)."""
-    if hasattr(batch, "shape") and not isinstance(batch, (dict, list, tuple)):
-        return {"input": tuple(batch.shape)}
-    items = batch.items() if isinstance(batch, Mapping) else enumerate(batch) if isinstance(batch, (list, tuple)) else ()
-    return {k if isinstance(k, str) else f"input[{k}]": tuple(v.shape) for k, v in items if hasattr(v, "shape")}
+    """The shapes of a batch's tensors by name (a dict or a BatchEncoding; anything else has none)."""
+    return {str(k): tuple(v.shape) for k, v in (batch.items() if isinstance(batch, Mapping) else ()) if hasattr(v, "shape")}
 
 
 @dataclass
@@ -136,10 +133,8 @@ def diagnose_slow_run(run: StepRecorder | Sequence[StepStats], *, warmup_steps: 
             fix = ("give every batch the same shapes: pad to a fixed length (padding='max_length') or to few lengths "
                    "(pad_to_multiple_of=64 or length buckets), and keep the batch size fixed (drop_last=True).")
         else:
-            cause = "input shapes did not change, so the graph itself changed between steps" + (
-                ": the CPU fallback above (an op whose output shape depends on the data) is the likely cause."
-                if fallback_ops else ": look for a branch on a tensor or a Python number that changes per step, or "
-                "run with PT_XLA_DEBUG_LEVEL=1 to print each compilation's cause.")
+            cause = ("input shapes did not change, so the graph did: a CPU fallback above, a branch on a tensor or a "
+                     "Python number that changes per step (PT_XLA_DEBUG_LEVEL=1 prints each compilation's cause)")
             fix = "make the step trace the same graph every time (torch.where instead of a Python if; static shapes)."
         shown = ", ".join(str(s.index) for s in late[:8]) + (", ..." if len(late) > 8 else "")
         problems.append(Problem(
@@ -173,14 +168,3 @@ def diagnose_slow_run(run: StepRecorder | Sequence[StepStats], *, warmup_steps: 
             "raise the per-device batch (a multiple of 8, as large as memory allows; bf16 halves activation memory), "
             "or accumulate gradients over several micro-batches."))
     return SlowRunReport(problems, summary)
-
-
-def shapes_from_an_earlier_run(steps: Sequence[StepStats], *, warmup_steps: int = 2) -> list[StepStats]:
-    """The steps after the warm-up with new shapes, when all came from the compile cache (an earlier run's); else []."""
-    new, seen = [], set()
-    for k, s in enumerate(steps):
-        key = tuple(sorted(s.shapes.items()))
-        if k >= warmup_steps and key not in seen:
-            new.append(s)
-        seen.add(key)
-    return new if new and all(s.cache_hits and not s.compilations for s in new) else []
