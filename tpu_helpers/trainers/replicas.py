@@ -1,29 +1,15 @@
-"""Notebook 07's replicas: Lightning's CPU DDP rehearsal (``strategy="ddp_notebook"``, gloo) fed by bucket batches."""
+"""Notebook 07's replicas: the layout, the plan check before each epoch, each process's record for the claims."""
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable
 
 import torch
 from lightning.pytorch.callbacks import Callback
 
 from tpu_helpers.banking77.replicas import ReplicaMismatchError, batch_plan, gather_plans, plan_problems
-
-
-def _dist_rank() -> int:
-    """torch.distributed's rank, else torch_xla's ordinal in a process it spawned (Lightning's XLAStrategy), else 0."""
-    import torch.distributed as dist
-
-    if dist.is_available() and dist.is_initialized():
-        return dist.get_rank()
-    if "PJRT_LOCAL_PROCESS_RANK" in os.environ:  # set by torch_xla's spawn in each replica's process
-        import torch_xla.runtime as xr
-
-        return xr.global_ordinal()
-    return 0
 
 
 @dataclass(frozen=True)
@@ -50,40 +36,6 @@ def plan_replicas(is_tpu: bool, replicas: int, batch_size: int, tpu_devices: Cal
     if batch_size % replicas:
         raise ValueError(f"REPLICAS={replicas} must divide the global batch {batch_size}")
     return ReplicaLayout("cpu-ddp" if replicas > 1 else "xla", replicas, batch_size // replicas, batch_size)
-
-
-class ReplicaShard:
-    """The iterating process's batches of a sampler cut for ``num_replicas`` (batch k to replica k % num_replicas)."""
-
-    def __init__(self, batch_sampler: Iterable, num_replicas: int):
-        planned = getattr(batch_sampler, "num_replicas", num_replicas)
-        if planned != num_replicas:
-            raise ValueError(f"num_replicas={num_replicas}, but the batch sampler cuts its global batches for "
-                             f"{planned} replica(s): build it with num_replicas={num_replicas}")
-        self.batch_sampler, self.num_replicas, self.yielded = batch_sampler, num_replicas, []
-
-    @property
-    def rank(self) -> int:
-        return _dist_rank()
-
-    @property
-    def batch_size(self) -> int | None:  # per replica
-        return getattr(self.batch_sampler, "batch_size", None)
-
-    def set_epoch(self, epoch: int) -> None:
-        if hasattr(self.batch_sampler, "set_epoch"):
-            self.batch_sampler.set_epoch(epoch)
-
-    def __iter__(self) -> Iterator[list]:
-        batches = list(self.batch_sampler)  # indices only: cheap, and the step count is known before step 1
-        if len(batches) % self.num_replicas:
-            raise ReplicaMismatchError(f"{len(batches)} batches are not a multiple of {self.num_replicas} replicas: "
-                                       "the last step would leave replicas without a batch while the others wait")
-        self.yielded = batches[self.rank::self.num_replicas]
-        return iter(self.yielded)
-
-    def __len__(self) -> int:
-        return len(self.batch_sampler) // self.num_replicas
 
 
 class SamePlanOnEveryReplica(Callback):
@@ -149,20 +101,6 @@ class ReplicaLog(Callback):
             raise FileNotFoundError(f"{stage}: records of ranks {[r['rank'] for r in records]} in {self.folder}, "
                                     "not one per replica: did the run finish?")
         return records
-
-
-def shard_loader(loader, num_replicas: int):
-    """``loader`` with its batch sampler wrapped in `ReplicaShard` (``use_distributed_sampler=False``)."""
-    from torch.utils.data import DataLoader
-
-    return DataLoader(loader.dataset, batch_sampler=ReplicaShard(loader.batch_sampler, num_replicas),
-                      collate_fn=loader.collate_fn)
-
-
-def interleave(gathered: torch.Tensor, rows: int) -> torch.Tensor:
-    """``all_gather``'s ``[replicas, steps * rows, ...]`` -> the global batches' order (the inverse of `ReplicaShard`)."""
-    replicas, total, *rest = gathered.shape
-    return gathered.reshape(replicas, total // rows, rows, *rest).transpose(0, 1).reshape(-1, *rest)
 
 
 def check_fork_safe(module: torch.nn.Module) -> None:
