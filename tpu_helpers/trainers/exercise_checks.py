@@ -65,20 +65,17 @@ def check_training_step(training_step: Callable, module_class: type, dataset: An
 def _tiny_classifier(vocab_size: int, num_labels: int):
     """A bag-of-embeddings classifier with transformers' calling convention (a dict with loss and logits)."""
     import torch
+    import torch.nn.functional as F
 
     class TinyClassifier(torch.nn.Module):
         def __init__(self):
             super().__init__()
-            self.embed = torch.nn.Embedding(vocab_size, 16)
-            self.head = torch.nn.Linear(16, num_labels)
+            self.embed, self.head = torch.nn.Embedding(vocab_size, 16), torch.nn.Linear(16, num_labels)
 
         def forward(self, input_ids, attention_mask, labels=None, token_type_ids=None):
             mask = attention_mask.unsqueeze(-1).float()
             logits = self.head((self.embed(input_ids) * mask).sum(1) / mask.sum(1).clamp(min=1))
-            out = {"logits": logits}
-            if labels is not None:
-                out["loss"] = torch.nn.functional.cross_entropy(logits, labels)
-            return out
+            return {"logits": logits} if labels is None else {"logits": logits, "loss": F.cross_entropy(logits, labels)}
 
     return TinyClassifier()
 
@@ -113,8 +110,7 @@ def check_static_trainer_setup(setup: Callable, tokenizer: Any, dataset: Any, *,
                                   callbacks=[detective])
                 shapes = sorted({tuple(b["input_ids"].shape) for b in trainer.get_train_dataloader()})
                 assert len(shapes) == 1, (
-                    f"the Trainer's loader gives {len(shapes)} input shapes ({', '.join(map(str, shapes[:6]))}"
-                    f"{', ...' if len(shapes) > 6 else ''}): each one is a compilation. "
+                    f"the Trainer's loader gives {len(shapes)} input shapes {shapes[:6]}: each one is a compilation. "
                     + ("Pad every batch to max_length (DataCollatorWithPadding(tokenizer, padding='max_length', "
                        "max_length=max_length))" if len({s[1] for s in shapes}) > 1 else
                        "Drop the last, shorter batch (dataloader_drop_last=True)"))

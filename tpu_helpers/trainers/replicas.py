@@ -43,8 +43,7 @@ class SamePlanOnEveryReplica(Callback):
 
     def on_train_epoch_start(self, trainer, pl_module) -> None:
         sampler = trainer.train_dataloader.batch_sampler
-        if hasattr(sampler, "set_epoch"):
-            sampler.set_epoch(trainer.current_epoch)  # what the module does before the loader is iterated
+        sampler.set_epoch(trainer.current_epoch)  # what the module does before the loader is iterated
         batches = list(sampler)[:len(sampler)]  # Lightning takes len(loader) batches per epoch, at most
         problems = plan_problems(gather_plans(batch_plan(batches), trainer.strategy.all_gather))
         if problems:
@@ -85,13 +84,10 @@ class ReplicaLog(Callback):
         self._save(trainer, "train", {"steps": self.steps, "indices": self.indices, "weights": weights})
 
     def on_test_end(self, trainer, pl_module) -> None:
-        record: dict[str, Any] = {"indices": self._given(trainer.test_dataloaders)}
-        for name in ("predictions", "gathered"):
-            value = getattr(pl_module, name, None)
-            if isinstance(value, (list, tuple)):
-                value = torch.cat([v.detach().cpu() for v in value]) if value else None
-            record[name] = value.detach().cpu() if isinstance(value, torch.Tensor) else value
-        self._save(trainer, "test", record)
+        predictions, gathered = pl_module.predictions, getattr(pl_module, "gathered", None)
+        self._save(trainer, "test", {"indices": self._given(trainer.test_dataloaders),
+                                     "predictions": torch.cat(predictions).cpu() if predictions else None,
+                                     "gathered": None if gathered is None else gathered.cpu()})
 
     def read(self, stage: str) -> list[dict[str, Any]]:
         """The records of ``stage`` ("train" or "test"), one per rank, in rank order."""

@@ -12,28 +12,21 @@ from lightning.pytorch.accelerators import XLAAccelerator
 
 from tpu_helpers.core.logs import DropMessages
 
-CPU_NOTE = ("no TPU here: Lightning's XLAAccelerator runs on PyTorch/XLA's CPU device through XLACPUAccelerator "
-            "(PJRT's CPU client answers 'is a device there, how many'; the rest is Lightning's TPU path)")
-
-
-def _pjrt_cpu() -> bool:
-    import torch_xla.runtime as xr
-
-    return xr.device_type() == "CPU"
-
 
 class XLACPUAccelerator(XLAAccelerator):
     """Lightning's ``XLAAccelerator`` on PJRT's CPU device (``PJRT_DEVICE=CPU``): one device, ``xla:0``."""
 
     def __init__(self) -> None:
-        if not _pjrt_cpu():
+        if not self.is_available():
             raise RuntimeError("XLACPUAccelerator is for PyTorch/XLA's CPU device (PJRT_DEVICE=CPU, set before "
                                "torch_xla is imported). On a TPU write Trainer(accelerator='tpu').")
         super().__init__()
 
     @staticmethod
     def is_available() -> bool:  # Lightning's asks for TPU chips on the PCI bus
-        return _pjrt_cpu()
+        import torch_xla.runtime as xr
+
+        return xr.device_type() == "CPU"
 
     @staticmethod
     def auto_device_count() -> int:  # Lightning's asks the GCE metadata server (tpu-env)
@@ -51,14 +44,8 @@ class XLACPUAccelerator(XLAAccelerator):
                          "(devices=1, [0] or 'auto'). devices=8 needs a TPU with 8 devices (a v5e-8, a v3-8).")
 
     @staticmethod
-    def get_parallel_devices(devices: Union[int, list[int]]) -> list[torch.device]:
-        XLACPUAccelerator.parse_devices(devices)
+    def get_parallel_devices(devices: Union[int, list[int]]) -> list[torch.device]:  # after parse_devices
         return [torch.device("xla", 0)]
-
-
-def lightning_accelerator(is_tpu: bool) -> Union[str, XLACPUAccelerator]:
-    """``Trainer(accelerator=...)``: ``"tpu"`` on a TPU, else an `XLACPUAccelerator`."""
-    return "tpu" if is_tpu else XLACPUAccelerator()
 
 
 def quiet_lightning() -> logging.Handler:

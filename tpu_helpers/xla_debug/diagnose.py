@@ -5,7 +5,8 @@ from __future__ import annotations
 import statistics
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any, Mapping, Sequence
 
 from tpu_helpers.xla_torch.counters import between, snapshot
@@ -13,24 +14,12 @@ from tpu_helpers.xla_torch.counters import between, snapshot
 
 def shape_signature(batch: Any) -> dict[str, tuple[int, ...]]:
     """The shapes of a batch's tensors by name (a dict or a BatchEncoding; anything else has none)."""
-    return {str(k): tuple(v.shape) for k, v in (batch.items() if isinstance(batch, Mapping) else ()) if hasattr(v, "shape")}
+    items = batch.items() if isinstance(batch, Mapping) else ()
+    return {str(k): tuple(v.shape) for k, v in items if hasattr(v, "shape")}
 
 
-@dataclass
-class StepStats:
-    """What one training step did: `between` over the step, its input shapes and wall time."""
-
-    index: int
-    shapes: dict[str, tuple[int, ...]]
-    compilations: int = 0
-    cache_hits: int = 0
-    executions: int = 0
-    syncs: int = 0  # TransferFromDeviceTime samples: device-to-host transfers
-    scalar_reads: int = 0  # aten::_local_scalar_dense: .item(), float(t), bool(t)
-    fallbacks: dict[str, int] = field(default_factory=dict)
-    compile_seconds: float = 0.0
-    execute_seconds: float = 0.0
-    wall_seconds: float = 0.0
+class StepStats(SimpleNamespace):
+    """One training step: ``index``, input ``shapes``, ``wall_seconds`` and `between`'s counts over it."""
 
 
 class StepRecorder:
@@ -49,7 +38,7 @@ class StepRecorder:
         snap, now = snapshot(wait=last), time.perf_counter()
         if self._open is not None:
             index, shapes, a, t = self._open
-            self.steps.append(StepStats(index, shapes, wall_seconds=now - t, **between(a, snap)))
+            self.steps.append(StepStats(index=index, shapes=shapes, wall_seconds=now - t, **between(a, snap)))
         self._open = None if last else (len(self.steps), shape_signature(batch), snap, now)
 
     def __exit__(self, *exc) -> None:
@@ -95,16 +84,6 @@ class SlowRunReport:
         return "\n".join([head] + [f"{i}. {p}" for i, p in enumerate(self.problems, 1)])
 
 
-def _shape_changes(steps: Sequence[StepStats]) -> str:
-    seen: dict[str, list[tuple[int, ...]]] = {}
-    for s in steps:
-        for name, shape in s.shapes.items():
-            if shape not in seen.setdefault(name, []):
-                seen[name].append(shape)
-    return "; ".join(f"{name} took {len(shapes)} shapes: " + ", ".join(map(str, shapes[:5]))
-                     + (", ..." if len(shapes) > 5 else "") for name, shapes in seen.items() if len(shapes) > 1)
-
-
 def diagnose_slow_run(run: StepRecorder | Sequence[StepStats], *, warmup_steps: int = 2) -> SlowRunReport:
     """The problems of a recorded run, most costly first; the first ``warmup_steps`` recorded steps may compile."""
     steps = list(getattr(run, "steps", run))
@@ -127,15 +106,18 @@ def diagnose_slow_run(run: StepRecorder | Sequence[StepStats], *, warmup_steps: 
 
     late = [s for s in steps[warmup_steps:] if s.compilations]
     if late:
-        changes = _shape_changes(steps)
-        if changes:
-            cause = f"input shapes changed: {changes}"
-            fix = ("give every batch the same shapes: pad to a fixed length (padding='max_length') or to few lengths "
-                   "(pad_to_multiple_of=64 or length buckets), and keep the batch size fixed (drop_last=True).")
-        else:
-            cause = ("input shapes did not change, so the graph did: a CPU fallback above, a branch on a tensor or a "
-                     "Python number that changes per step (PT_XLA_DEBUG_LEVEL=1 prints each compilation's cause)")
-            fix = "make the step trace the same graph every time (torch.where instead of a Python if; static shapes)."
+        seen: dict[str, dict] = {}  # each input's shapes, in order
+        for s in steps:
+            for name, shape in s.shapes.items():
+                seen.setdefault(name, {})[shape] = None
+        changes = "; ".join(f"{name} took {len(shapes)} shapes: " + ", ".join(map(str, list(shapes)[:5]))
+                            + (", ..." if len(shapes) > 5 else "") for name, shapes in seen.items() if len(shapes) > 1)
+        cause = f"input shapes changed: {changes}" if changes else (
+            "input shapes did not change, so the graph did: a CPU fallback above, a branch on a tensor or a Python "
+            "number that changes per step (PT_XLA_DEBUG_LEVEL=1 prints each compilation's cause)")
+        fix = ("give every batch the same shapes: pad to a fixed length (padding='max_length') or to few lengths "
+               "(pad_to_multiple_of=64 or length buckets), and keep the batch size fixed (drop_last=True)."
+               if changes else "make the step trace the same graph every time (torch.where, not a Python if).")
         shown = ", ".join(str(s.index) for s in late[:8]) + (", ..." if len(late) > 8 else "")
         problems.append(Problem(
             "recompilation", f"Recompilation: {sum(s.compilations for s in late)} graph(s) compiled after "

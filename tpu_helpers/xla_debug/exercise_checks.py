@@ -7,21 +7,21 @@ from typing import Any, Callable
 
 from tpu_helpers.core.exercises import CheckResult, answer_for, call_answer, run_check
 from tpu_helpers.xla_debug.diagnose import StepRecorder, diagnose_slow_run
-from tpu_helpers.xla_debug.lesson_cells import train
+from tpu_helpers.xla_debug.lesson_cells import make_batch, train
 
 answer = answer_for(__package__)  # the notebook's answers, or this package's solutions.py when solutions are on
 
 
 def _variable_length_batches(n: int, batch_size: int, max_length: int, vocab_size: int, num_labels: int):
-    """``n`` (token-id sequences from 5 up, labels); the longest of a batch cycles through 4 lengths up to max_length."""
+    """``n`` (token-id sequences from 5 up, labels); a batch's longest cycles through 4 lengths up to max_length."""
     import torch
 
     g = torch.Generator().manual_seed(1206)
     for i in range(n):
-        lengths = torch.randint(4, max_length - 3 * (i % 4) + 1, (batch_size,), generator=g)
-        lengths[i % batch_size] = max_length - 3 * (i % 4)
-        yield ([torch.randint(5, vocab_size, (int(k),), generator=g) for k in lengths],
-               torch.randint(0, num_labels, (batch_size,), generator=g))
+        longest = max_length - 3 * (i % 4)
+        lengths = [longest] + torch.randint(4, longest + 1, (batch_size - 1,), generator=g).tolist()
+        labels = torch.randint(0, num_labels, (batch_size,), generator=g)
+        yield [torch.randint(5, vocab_size, (k,), generator=g) for k in lengths], labels
 
 
 def check_fast_loop(collate: Callable, train_step: Callable, model: Any, optimizer: Any, *, batch_size: int,
@@ -78,7 +78,7 @@ def _tensors(obj) -> list:
 
 
 def check_resume(save_checkpoint: Callable, load_checkpoint: Callable, make_model: Callable[[], Any], *,
-                 batch_size: int, seq_len: int, vocab_size: int, num_labels: int) -> CheckResult:
+                 batch_size: int, seq_len: int) -> CheckResult:
     """Save after 2 steps, load into a fresh model: one more step gives exactly the same weights; CPU tensors only."""
 
     def body() -> str:
@@ -87,11 +87,7 @@ def check_resume(save_checkpoint: Callable, load_checkpoint: Callable, make_mode
         import torch_xla.core.xla_model as xm
 
         g = torch.Generator().manual_seed(1207)
-        data = []
-        for _ in range(3):
-            ids = torch.randint(5, vocab_size, (batch_size, seq_len), generator=g)
-            data.append({"input_ids": ids, "attention_mask": torch.ones_like(ids),
-                         "labels": torch.randint(0, num_labels, (batch_size,), generator=g)})
+        data = [make_batch(batch_size, seq_len, g) for _ in range(3)]  # the notebook's batches
 
         def fresh(seed):
             torch.manual_seed(seed)

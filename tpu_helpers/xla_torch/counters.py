@@ -1,4 +1,4 @@
-"""What PyTorch/XLA did between two points (graphs compiled, cache hits, host reads, CPU fallbacks), from its counters."""
+"""What PyTorch/XLA did between two points (graphs compiled, cache hits, host reads, CPU fallbacks): its counters."""
 from __future__ import annotations
 
 from dataclasses import dataclass

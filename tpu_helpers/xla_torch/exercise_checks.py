@@ -128,7 +128,6 @@ def check_pad_multiple(pick_pad_multiple: Callable, lengths: Sequence[int], batc
             f"too with less padding ({share(best):.0%} of the tokens instead of {share(multiple):.0%}): try every "
             "multiple of 8 up to the longest length and keep the least padding.")
         return (f"pad_to_multiple_of={multiple}: {len(mine)} padded length(s) {mine}, within {max_graphs} graphs "
-                f"({c.compilations} compiled here), {share(multiple):.0%} padding, the least of any multiple of 8 "
-                "within it")
+                f"({c.compilations} compiled here), {share(multiple):.0%} padding, the least of any multiple of 8")
 
     return run_check(body)

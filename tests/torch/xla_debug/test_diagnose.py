@@ -111,9 +111,13 @@ def test_small_batch_is_reported(loop):
 def test_thresholds_and_ranking_on_recorded_numbers():
     """The rules themselves, on hand-made step records (no device needed)."""
     from tpu_helpers.xla_debug.diagnose import StepStats, diagnose_slow_run
+    from tpu_helpers.xla_torch.counters import XlaSnapshot, between
 
-    def steps(n=10, **kw):
-        return [StepStats(index=i, shapes={"x": (32, 8)}, wall_seconds=0.1, **kw) for i in range(n)]
+    nothing = between(XlaSnapshot({}, {}), XlaSnapshot({}, {}))  # every count zero
+
+    def steps(n=10):
+        return [StepStats(index=i, shapes={"x": (32, 8)}, wall_seconds=0.1, **{**nothing, "fallbacks": {}})
+                for i in range(n)]
 
     assert diagnose_slow_run(steps()).kinds == []
     logged = steps()
