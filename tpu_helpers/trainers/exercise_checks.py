@@ -6,45 +6,37 @@ from typing import Any, Callable
 
 from tpu_helpers.core.exercises import answer_for, call_answer, run_check
 
-__all__ = ["check_training_step", "check_static_trainer_setup", "answer"]
-
 answer = answer_for(__package__)  # the notebook's answers, or this package's solutions.py when solutions are on
 
 
 def check_training_step(training_step: Callable, module_class: type, dataset: Any, collator: Callable, *,
                         vocab_size: int, num_labels: int, accelerator: Any, steps: int = 8, batch_size: int = 16):
-    """One epoch of ``steps`` with ``training_step`` as the module's method: no host read, train_loss the mean loss."""
+    """One epoch of ``steps``: train_loss the epoch's mean loss, weights moved (slips: a host read, on_step logging)."""
 
     def body() -> str:
         import lightning.pytorch as L
         import torch
-        from lightning.pytorch.callbacks import Callback
         from torch.utils.data import DataLoader
 
         from tpu_helpers.trainers.recorder import SlowRunDetective
 
-        class Losses(Callback):
-            def __init__(self):
-                self.losses = []
+        outputs = []
 
-            def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
-                loss = outputs["loss"] if isinstance(outputs, dict) else outputs
-                self.losses.append(loss.detach())
+        def recorded(self, batch, batch_idx):  # the answer; the check keeps what it returns
+            outputs.append(training_step(self, batch, batch_idx))
+            return outputs[-1]
 
-        answer_class = type("AnswerModule", (module_class,), {"training_step": training_step})
+        answer_class = type("AnswerModule", (module_class,), {"training_step": recorded})
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(1207)
             module = answer_class(vocab_size, num_labels)
             before = [p.detach().clone() for p in module.parameters()]
             loader = DataLoader(dataset, batch_size=batch_size, shuffle=True, drop_last=True, collate_fn=collator)
-            detective, losses = SlowRunDetective(), Losses()
+            detective = SlowRunDetective()
             trainer = L.Trainer(accelerator=accelerator, devices=1, max_epochs=1, limit_train_batches=steps,
-                                callbacks=[detective, losses], logger=False, enable_checkpointing=False,
+                                callbacks=[detective], logger=False, enable_checkpointing=False,
                                 enable_model_summary=False, enable_progress_bar=False)
             call_answer(trainer.fit, module, loader, what="trainer.fit(...) with your training_step")
-        assert len(losses.losses) == steps, (
-            f"{len(losses.losses)} of {steps} steps returned a loss: return the loss tensor from training_step")
-        report = detective.report(warmup_steps=2)
         reads = sum(s.scalar_reads for s in detective.steps)  # every step, the warm-up too: not one read allowed
         assert not reads, (
             f"your step reads a value on the host: {reads} scalar read(s) in {len(detective.steps)} steps. "
@@ -52,16 +44,18 @@ def check_training_step(training_step: Callable, module_class: type, dataset: An
             "itself to self.log and let Lightning reduce it")
         metrics = trainer.callback_metrics
         key = "train_loss" if "train_loss" in metrics else "train_loss_epoch"
-        assert key in metrics, (f"nothing was logged as 'train_loss' (logged: {sorted(metrics) or 'nothing'}): "
-                                "self.log('train_loss', loss, ...)")
-        mean = torch.stack([x.reshape(()) for x in losses.losses]).cpu().mean()  # read once, after training
+        losses = [o["loss"] if isinstance(o, dict) else o for o in outputs if o is not None]
+        moved = any(not torch.equal(a, p.detach().cpu()) for a, p in zip(before, module.parameters()))
+        assert key in metrics and len(losses) == steps and moved, (
+            f"{len(losses)} of {steps} steps returned a loss, the weights {'' if moved else 'did not '}moved, "
+            f"logged: {sorted(metrics) or 'nothing'}. Return the loss (Lightning then calls backward() and the "
+            "optimizer) and self.log('train_loss', loss, ...)")
+        mean = torch.stack([x.detach().reshape(()) for x in losses]).cpu().mean()  # read once, after training
         logged = torch.as_tensor(metrics[key]).detach().cpu().float()
         assert torch.allclose(logged, mean, rtol=1e-3, atol=1e-4), (
             f"train_loss is {float(logged):.4f} but the epoch's mean loss is {float(mean):.4f}: log it with "
             "on_epoch=True (on_step=False), so Lightning averages it over the epoch on the device")
-        after = [p.detach().cpu() for p in module.parameters()]
-        assert any(not torch.equal(a, b) for a, b in zip(before, after)), (
-            "the weights did not move: return the loss so that Lightning calls backward() and the optimizer")
+        report = detective.report(warmup_steps=2)
         return (f"{steps} steps, no host read in any step ({report.summary}); train_loss {float(logged):.4f} "
                 "= the epoch's mean loss")
 
@@ -71,27 +65,24 @@ def check_training_step(training_step: Callable, module_class: type, dataset: An
 def _tiny_classifier(vocab_size: int, num_labels: int):
     """A bag-of-embeddings classifier with transformers' calling convention (a dict with loss and logits)."""
     import torch
+    import torch.nn.functional as F
 
     class TinyClassifier(torch.nn.Module):
         def __init__(self):
             super().__init__()
-            self.embed = torch.nn.Embedding(vocab_size, 16)
-            self.head = torch.nn.Linear(16, num_labels)
+            self.embed, self.head = torch.nn.Embedding(vocab_size, 16), torch.nn.Linear(16, num_labels)
 
         def forward(self, input_ids, attention_mask, labels=None, token_type_ids=None):
             mask = attention_mask.unsqueeze(-1).float()
             logits = self.head((self.embed(input_ids) * mask).sum(1) / mask.sum(1).clamp(min=1))
-            out = {"logits": logits}
-            if labels is not None:
-                out["loss"] = torch.nn.functional.cross_entropy(logits, labels)
-            return out
+            return {"logits": logits} if labels is None else {"logits": logits, "loss": F.cross_entropy(logits, labels)}
 
     return TinyClassifier()
 
 
 def check_static_trainer_setup(setup: Callable, tokenizer: Any, dataset: Any, *, max_length: int, batch_size: int,
                                num_labels: int, steps: int = 6):
-    """``setup(...) -> (args, collator)``: a ``Trainer`` with one batch shape, nothing compiled after 2 steps."""
+    """``setup(...) -> (args, collator)``: one batch shape, nothing compiled after 2 steps (slips: fused, shapes)."""
 
     def body() -> str:
         import torch
@@ -102,12 +93,10 @@ def check_static_trainer_setup(setup: Callable, tokenizer: Any, dataset: Any, *,
         with tempfile.TemporaryDirectory(prefix="tpu-course-07-check-") as out:
             got = call_answer(setup, tokenizer, max_length, batch_size, out,
                               what="static_trainer_setup(tokenizer, max_length, batch_size, output_dir)")
-            assert isinstance(got, tuple) and len(got) == 2, (
-                f"return a pair (TrainingArguments, collator), got {type(got).__name__}")
-            args, collator = got
-            assert args.device.type == "xla", f"the TrainingArguments picked {args.device}, not the XLA device"
-            assert args.per_device_train_batch_size == batch_size, (
-                f"per_device_train_batch_size is {args.per_device_train_batch_size}, not {batch_size}")
+            args, collator = got if isinstance(got, tuple) and len(got) == 2 else (None, None)
+            assert getattr(args, "per_device_train_batch_size", None) == batch_size and args.device.type == "xla", (
+                f"return (TrainingArguments(..., per_device_train_batch_size={batch_size}), collator) on the XLA "
+                f"device, got {type(got).__name__}")
             optim = str(getattr(args.optim, "value", args.optim))
             assert "fused" not in optim, (
                 f"optim={optim!r}: the fused AdamW has no XLA kernel (the first step fails with '`fused=True` "
@@ -121,8 +110,7 @@ def check_static_trainer_setup(setup: Callable, tokenizer: Any, dataset: Any, *,
                                   callbacks=[detective])
                 shapes = sorted({tuple(b["input_ids"].shape) for b in trainer.get_train_dataloader()})
                 assert len(shapes) == 1, (
-                    f"the Trainer's loader gives {len(shapes)} input shapes ({', '.join(map(str, shapes[:6]))}"
-                    f"{', ...' if len(shapes) > 6 else ''}): each one is a compilation. "
+                    f"the Trainer's loader gives {len(shapes)} input shapes {shapes[:6]}: each one is a compilation. "
                     + ("Pad every batch to max_length (DataCollatorWithPadding(tokenizer, padding='max_length', "
                        "max_length=max_length))" if len({s[1] for s in shapes}) > 1 else
                        "Drop the last, shorter batch (dataloader_drop_last=True)"))

@@ -6,7 +6,65 @@ Edit the cells in the notebook, then run ./course links (a test fails while this
 # ruff: noqa: E402, F811, I001  (the cells' own imports, cell by cell, as the learner reads them)
 
 
-# ---- notebooks/07_trainers_lightning_hf.ipynb, cell 11 (tagged lightning-module): IntentClassifier
+# ---- notebooks/07_trainers_lightning_hf.ipynb, cell 9: replica_rank, ReplicaShard, shard_loader, interleave
+import os
+
+import torch.distributed as dist
+from torch.utils.data import DataLoader
+
+from tpu_helpers.banking77.replicas import ReplicaMismatchError
+
+
+def replica_rank():
+    """This process's replica: its DDP rank, torch_xla's ordinal in a process it spawned (XLAStrategy), else 0."""
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank()
+    if "PJRT_LOCAL_PROCESS_RANK" in os.environ:  # set by torch_xla's spawn in each replica's process
+        import torch_xla.runtime as xr
+
+        return xr.global_ordinal()
+    return 0
+
+
+class ReplicaShard:
+    """This process's batches of a sampler cut for `num_replicas`: batch k goes to replica k % num_replicas."""
+
+    def __init__(self, batch_sampler, num_replicas):
+        planned = getattr(batch_sampler, "num_replicas", num_replicas)
+        if planned != num_replicas:
+            raise ValueError(f"num_replicas={num_replicas}, but the batch sampler cuts its global batches for "
+                             f"{planned} replica(s): build it with num_replicas={num_replicas}")
+        self.batch_sampler, self.num_replicas = batch_sampler, num_replicas
+        self.yielded = []  # the batches of the last pass (the course's ReplicaLog reads them)
+
+    def set_epoch(self, epoch):
+        self.batch_sampler.set_epoch(epoch)
+
+    def __iter__(self):
+        batches = list(self.batch_sampler)  # indices only: cheap, and the step count is known before step 1
+        if len(batches) % self.num_replicas:
+            raise ReplicaMismatchError(f"{len(batches)} batches are not a multiple of {self.num_replicas} replicas: "
+                                       "the last step would leave replicas without a batch while the others wait")
+        self.yielded = batches[replica_rank()::self.num_replicas]  # the rank of the process that iterates
+        return iter(self.yielded)
+
+    def __len__(self):
+        return len(self.batch_sampler) // self.num_replicas
+
+
+def shard_loader(loader, num_replicas):
+    """`loader` with its batch sampler shared out per replica (the Trainer then takes use_distributed_sampler=False)."""
+    return DataLoader(loader.dataset, batch_sampler=ReplicaShard(loader.batch_sampler, num_replicas),
+                      collate_fn=loader.collate_fn)
+
+
+def interleave(gathered, rows):
+    """all_gather's [replicas, steps * rows, ...] back into the global batches' order (the inverse of ReplicaShard)."""
+    replicas, total, *rest = gathered.shape
+    return gathered.reshape(replicas, total // rows, rows, *rest).transpose(0, 1).reshape(-1, *rest)
+
+
+# ---- notebooks/07_trainers_lightning_hf.ipynb, cell 12 (tagged lightning-module): IntentClassifier
 import lightning.pytorch as L
 import torch
 from transformers import get_linear_schedule_with_warmup
@@ -52,7 +110,7 @@ class IntentClassifier(L.LightningModule):
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}
 
 
-# ---- notebooks/07_trainers_lightning_hf.ipynb, cell 20: BagOfWords
+# ---- notebooks/07_trainers_lightning_hf.ipynb, cell 21: BagOfWords
 import lightning.pytorch as L
 import torch
 import torch.nn.functional as F
@@ -81,7 +139,7 @@ class BagOfWords(L.LightningModule):
         return torch.optim.AdamW(self.parameters(), lr=1e-2)
 
 
-# ---- notebooks/07_trainers_lightning_hf.ipynb, cell 27: xla_trainer
+# ---- notebooks/07_trainers_lightning_hf.ipynb, cell 28: xla_trainer
 from transformers import DataCollatorWithPadding, Trainer, TrainingArguments
 
 

@@ -1,31 +1,15 @@
-"""Notebook 07's replicas: Lightning's CPU DDP rehearsal (``strategy="ddp_notebook"``, gloo) fed by bucket batches."""
+"""Notebook 07's replicas: the layout, the plan check before each epoch, each process's record for the claims."""
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any, Callable
 
 import torch
 from lightning.pytorch.callbacks import Callback
 
 from tpu_helpers.banking77.replicas import ReplicaMismatchError, batch_plan, gather_plans, plan_problems
-
-__all__ = ["ReplicaLayout", "plan_replicas", "ReplicaShard", "shard_loader", "SamePlanOnEveryReplica", "ReplicaLog", "interleave", "check_fork_safe"]
-
-
-def _dist_rank() -> int:
-    """torch.distributed's rank, else torch_xla's ordinal in a process it spawned (Lightning's XLAStrategy), else 0."""
-    import torch.distributed as dist
-
-    if dist.is_available() and dist.is_initialized():
-        return dist.get_rank()
-    if "PJRT_LOCAL_PROCESS_RANK" in os.environ:  # set by torch_xla's spawn in each replica's process
-        import torch_xla.runtime as xr
-
-        return xr.global_ordinal()
-    return 0
 
 
 @dataclass(frozen=True)
@@ -45,101 +29,33 @@ class ReplicaLayout:
 
 
 def plan_replicas(is_tpu: bool, replicas: int, batch_size: int, tpu_devices: Callable[[], int]) -> ReplicaLayout:
-    """On a TPU every device (``tpu_devices()``) trains ``batch_size`` rows; elsewhere ``replicas`` CPU processes
-    share a global batch of ``batch_size``."""
+    """A TPU: every device (asked only there) trains ``batch_size`` rows; else ``replicas`` CPU processes split it."""
     if is_tpu:
         devices = int(tpu_devices())
-        if devices < 1:
-            raise ValueError(f"the TPU reports {devices} devices")
         return ReplicaLayout("tpu" if devices > 1 else "xla", devices, batch_size, batch_size * devices)
-    replicas = int(replicas)
-    if replicas < 1 or batch_size % replicas:
-        raise ValueError(f"REPLICAS={replicas} must be at least 1 and divide the global batch {batch_size}")
+    if batch_size % replicas:
+        raise ValueError(f"REPLICAS={replicas} must divide the global batch {batch_size}")
     return ReplicaLayout("cpu-ddp" if replicas > 1 else "xla", replicas, batch_size // replicas, batch_size)
 
 
-def _index(item: Any) -> int:
-    return int(item[0]) if isinstance(item, (tuple, list)) else int(item)
-
-
-class ReplicaShard:
-    """Replica ``rank``'s batches of a sampler cut for ``num_replicas``: batch ``k`` goes to ``k % num_replicas``
-    (``rank=None``: the iterating process's). ``yielded``: the batches of the last pass."""
-
-    def __init__(self, batch_sampler: Iterable, num_replicas: int, rank: int | None = None):
-        planned = getattr(batch_sampler, "num_replicas", num_replicas)
-        if num_replicas < 1 or planned != num_replicas:
-            raise ValueError(f"num_replicas={num_replicas}, but the batch sampler cuts its global batches for "
-                             f"{planned} replica(s): build it with num_replicas={num_replicas}")
-        if rank is not None and not 0 <= rank < num_replicas:
-            raise ValueError(f"rank {rank} is not one of the {num_replicas} replicas")
-        self.batch_sampler = batch_sampler
-        self.num_replicas = int(num_replicas)
-        self._rank = rank
-        self.yielded: list = []
-
-    @property
-    def rank(self) -> int:
-        return self._rank if self._rank is not None else _dist_rank()
-
-    @property
-    def batch_size(self) -> int | None:  # per replica
-        return getattr(self.batch_sampler, "batch_size", None)
-
-    def set_epoch(self, epoch: int) -> None:
-        if hasattr(self.batch_sampler, "set_epoch"):
-            self.batch_sampler.set_epoch(epoch)
-
-    def __iter__(self) -> Iterator[list]:
-        batches = list(self.batch_sampler)  # indices only: cheap, and the step count is known before step 1
-        if len(batches) % self.num_replicas:
-            raise ReplicaMismatchError(f"the batch sampler gave {len(batches)} batches, not a multiple of "
-                                    f"{self.num_replicas} replicas: the last step would leave replica(s) "
-                                    f"{list(range(len(batches) % self.num_replicas, self.num_replicas))} without a "
-                                    "batch while the others wait for them")
-        self.yielded = batches[self.rank::self.num_replicas]
-        return iter(self.yielded)
-
-    def __len__(self) -> int:
-        return len(self.batch_sampler) // self.num_replicas
-
-
 class SamePlanOnEveryReplica(Callback):
-    """Before each epoch, raise `ReplicaMismatchError` in every process unless all replicas plan the same steps and
-    shapes (instead of one of them hanging in an all-reduce)."""
+    """Before each epoch, raise `ReplicaMismatchError` everywhere unless all replicas plan the same steps and shapes."""
 
     def on_train_epoch_start(self, trainer, pl_module) -> None:
         sampler = trainer.train_dataloader.batch_sampler
-        if hasattr(sampler, "set_epoch"):
-            sampler.set_epoch(trainer.current_epoch)  # what the module does before the loader is iterated
-        batches = list(sampler)
-        if hasattr(sampler, "__len__"):  # Lightning takes len(loader) batches per epoch, at most
-            batches = batches[:len(sampler)]
-        plans = gather_plans(batch_plan(batches), trainer.strategy.all_gather)
-        problems = plan_problems(plans)
+        sampler.set_epoch(trainer.current_epoch)  # what the module does before the loader is iterated
+        batches = list(sampler)[:len(sampler)]  # Lightning takes len(loader) batches per epoch, at most
+        problems = plan_problems(gather_plans(batch_plan(batches), trainer.strategy.all_gather))
         if problems:
-            raise ReplicaMismatchError(f"epoch {trainer.current_epoch + 1}, process of replica "
-                                    f"{trainer.global_rank}: the replicas do not plan the same steps: "
-                                    + "; ".join(problems))
-
-
-def _shape(batch: Any) -> tuple[int, int]:
-    if isinstance(batch, Mapping):  # a dict, or transformers' BatchEncoding
-        t = batch["input_ids"] if "input_ids" in batch else next(v for v in batch.values() if torch.is_tensor(v))
-    else:
-        t = next(v for v in batch if torch.is_tensor(v))
-    return tuple(int(s) for s in t.shape[:2])
+            raise ReplicaMismatchError(f"epoch {trainer.current_epoch + 1}, process of replica {trainer.global_rank}: "
+                                       "the replicas do not plan the same steps: " + "; ".join(problems))
 
 
 class ReplicaLog(Callback):
-    """Each process writes ``{train,test}-rank{r}.pt`` to ``folder`` (train: per-epoch ``steps`` shapes and
-    ``indices``, ``weights``; test: ``indices`` and the module's ``attributes``); `read` loads them in rank order."""
+    """Each process writes what it trained on and predicted to ``folder``; `read` loads them in rank order."""
 
-    def __init__(self, folder: str | Path, attributes: Sequence[str] = ("predictions", "gathered")):
+    def __init__(self, folder: str | Path):
         self.folder = Path(folder)
-        self.attributes = tuple(attributes)
-        self.steps: list[list[tuple[int, int]]] = []
-        self.indices: list[list[int]] = []
 
     def _save(self, trainer, stage: str, record: dict[str, Any]) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -148,7 +64,7 @@ class ReplicaLog(Callback):
 
     @staticmethod
     def _given(loader) -> list[int]:
-        return [_index(it) for b in getattr(getattr(loader, "batch_sampler", None), "yielded", []) for it in b]
+        return [int(it[0]) for b in getattr(getattr(loader, "batch_sampler", None), "yielded", []) for it in b]
 
     def on_train_start(self, trainer, pl_module) -> None:
         self.steps, self.indices = [], []
@@ -157,7 +73,8 @@ class ReplicaLog(Callback):
         self.steps.append([])
 
     def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
-        self.steps[-1].append(_shape(batch))
+        ids = batch["input_ids"] if isinstance(batch, Mapping) else batch[0]  # a dict or BatchEncoding; a tuple
+        self.steps[-1].append(tuple(int(s) for s in ids.shape[:2]))
 
     def on_train_epoch_end(self, trainer, pl_module) -> None:
         self.indices.append(self._given(trainer.train_dataloader))
@@ -167,42 +84,19 @@ class ReplicaLog(Callback):
         self._save(trainer, "train", {"steps": self.steps, "indices": self.indices, "weights": weights})
 
     def on_test_end(self, trainer, pl_module) -> None:
-        record: dict[str, Any] = {"indices": self._given(trainer.test_dataloaders)}
-        for name in self.attributes:
-            value = getattr(pl_module, name, None)
-            if isinstance(value, (list, tuple)):
-                value = torch.cat([v.detach().cpu() for v in value]) if value else None
-            record[name] = value.detach().cpu() if isinstance(value, torch.Tensor) else value
-        self._save(trainer, "test", record)
+        predictions, gathered = pl_module.predictions, getattr(pl_module, "gathered", None)
+        self._save(trainer, "test", {"indices": self._given(trainer.test_dataloaders),
+                                     "predictions": torch.cat(predictions).cpu() if predictions else None,
+                                     "gathered": None if gathered is None else gathered.cpu()})
 
     def read(self, stage: str) -> list[dict[str, Any]]:
         """The records of ``stage`` ("train" or "test"), one per rank, in rank order."""
         files = sorted(self.folder.glob(f"{stage}-rank*.pt"), key=lambda p: int(p.stem.split("rank")[1]))
         records = [torch.load(f, weights_only=False) for f in files]
-        if not records:
-            raise FileNotFoundError(f"no {stage}-rank*.pt in {self.folder}: did the run finish?")
-        world = records[0]["world_size"]
-        if [r["rank"] for r in records] != list(range(world)):
-            raise FileNotFoundError(f"{stage}: records of ranks {[r['rank'] for r in records]}, expected "
-                                    f"0..{world - 1}")
+        if not records or [r["rank"] for r in records] != list(range(records[0]["world_size"])):
+            raise FileNotFoundError(f"{stage}: records of ranks {[r['rank'] for r in records]} in {self.folder}, "
+                                    "not one per replica: did the run finish?")
         return records
-
-
-def shard_loader(loader, num_replicas: int):
-    """``loader`` with its batch sampler wrapped in `ReplicaShard` (``use_distributed_sampler=False``)."""
-    from torch.utils.data import DataLoader
-
-    return DataLoader(loader.dataset, batch_sampler=ReplicaShard(loader.batch_sampler, num_replicas),
-                      collate_fn=loader.collate_fn)
-
-
-def interleave(gathered: torch.Tensor, rows: int) -> torch.Tensor:
-    """``all_gather``'s ``[replicas, steps * rows, ...]`` -> the global batches' order (the inverse of `ReplicaShard`)."""
-    replicas, total = gathered.shape[:2]
-    if total % rows:
-        raise ValueError(f"{total} rows per replica are not whole batches of {rows}")
-    rest = tuple(gathered.shape[2:])
-    return gathered.reshape(replicas, total // rows, rows, *rest).transpose(0, 1).reshape(-1, *rest)
 
 
 def check_fork_safe(module: torch.nn.Module) -> None:

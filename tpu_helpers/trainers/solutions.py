@@ -14,8 +14,7 @@ def training_step(self, batch, batch_idx):
 
 
 def static_trainer_setup(tokenizer, max_length: int, batch_size: int, output_dir: str):
-    """One batch shape for the Hugging Face Trainer on XLA: fixed-length padding, no short last batch, and an
-    optimizer with an XLA kernel."""
+    """One batch shape on XLA: fixed-length padding, no short last batch, and an optimizer with an XLA kernel."""
     from transformers import DataCollatorWithPadding, TrainingArguments
 
     args = TrainingArguments(output_dir=output_dir, per_device_train_batch_size=batch_size,

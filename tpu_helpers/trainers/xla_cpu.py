@@ -1,5 +1,4 @@
-"""Lightning's XLA accelerator on PyTorch/XLA's CPU device (Lightning 2.6's counts TPU chips and asks the GCE
-metadata server), so a machine without a TPU runs Lightning's TPU code path unchanged."""
+"""Lightning's XLA accelerator on PyTorch/XLA's CPU device, so a machine without a TPU runs Lightning's TPU path."""
 from __future__ import annotations
 
 import logging
@@ -13,31 +12,21 @@ from lightning.pytorch.accelerators import XLAAccelerator
 
 from tpu_helpers.core.logs import DropMessages
 
-__all__ = ["XLACPUAccelerator", "lightning_accelerator", "quiet_lightning", "CPU_NOTE"]
-
-CPU_NOTE = ("no TPU here: Lightning's XLAAccelerator runs on PyTorch/XLA's CPU device through "
-            "tpu_helpers.trainers.xla_cpu.XLACPUAccelerator (it answers 'is a device there, how many' from PJRT's "
-            "CPU client instead of the TPU's PCI bus and metadata server; the rest is Lightning's TPU path)")
-
-
-def _pjrt_cpu() -> bool:
-    import torch_xla.runtime as xr
-
-    return xr.device_type() == "CPU"
-
 
 class XLACPUAccelerator(XLAAccelerator):
     """Lightning's ``XLAAccelerator`` on PJRT's CPU device (``PJRT_DEVICE=CPU``): one device, ``xla:0``."""
 
     def __init__(self) -> None:
-        if not _pjrt_cpu():
+        if not self.is_available():
             raise RuntimeError("XLACPUAccelerator is for PyTorch/XLA's CPU device (PJRT_DEVICE=CPU, set before "
                                "torch_xla is imported). On a TPU write Trainer(accelerator='tpu').")
         super().__init__()
 
     @staticmethod
     def is_available() -> bool:  # Lightning's asks for TPU chips on the PCI bus
-        return _pjrt_cpu()
+        import torch_xla.runtime as xr
+
+        return xr.device_type() == "CPU"
 
     @staticmethod
     def auto_device_count() -> int:  # Lightning's asks the GCE metadata server (tpu-env)
@@ -52,28 +41,16 @@ class XLACPUAccelerator(XLAAccelerator):
         if devices == 1 or (isinstance(devices, (list, tuple)) and list(devices) == [0]):
             return devices
         raise ValueError(f"devices={devices!r}: on PyTorch/XLA's CPU device the course runs one device "
-                         "(devices=1, [0] or 'auto'). devices=8 needs a TPU with 8 devices (a v5e-8, a v3-8), where "
-                         "Lightning's XLAStrategy spawns one process per chip with a thread per device in it.")
+                         "(devices=1, [0] or 'auto'). devices=8 needs a TPU with 8 devices (a v5e-8, a v3-8).")
 
     @staticmethod
-    def get_parallel_devices(devices: Union[int, list[int]]) -> list[torch.device]:
-        XLACPUAccelerator.parse_devices(devices)
+    def get_parallel_devices(devices: Union[int, list[int]]) -> list[torch.device]:  # after parse_devices
         return [torch.device("xla", 0)]
-
-
-def lightning_accelerator(is_tpu: bool | None = None) -> Union[str, XLACPUAccelerator]:
-    """``Trainer(accelerator=...)``: ``"tpu"`` on a TPU, else an `XLACPUAccelerator` (``None``: ask PJRT)."""
-    if is_tpu is None:
-        import torch_xla.runtime as xr
-
-        is_tpu = xr.device_type() == "TPU"
-    return "tpu" if is_tpu else XLACPUAccelerator()
 
 
 def quiet_lightning() -> logging.Handler:
     """Lightning's loggers through one stdout handler (not also the root logger's), without its tips; returns it."""
     handler = logging.StreamHandler(sys.stdout)
-    handler._tpu_course = True
     handler.addFilter(DropMessages("💡 Tip:"))  # Lightning 2.6's litlogger/litmodels advertisements
     for name in ("lightning.pytorch", "lightning.fabric"):
         log = logging.getLogger(name)

@@ -1,88 +1,53 @@
-"""The slow-run detective: record a loop with `StepRecorder` (``run.step(batch)`` per step), then
-`diagnose_slow_run(run)` lists the problems (https://docs.pytorch.org/xla/release/r2.7/learn/troubleshoot.html)."""
+"""The slow-run detective: `StepRecorder` records a loop, `diagnose_slow_run` names what makes it slow."""
+# the problems and fixes follow https://docs.pytorch.org/xla/release/r2.7/learn/troubleshoot.html
 from __future__ import annotations
 
 import statistics
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any, Mapping, Sequence
 
-from tpu_helpers.xla_torch.counters import XlaSnapshot, between, snapshot
-
-__all__ = ["StepStats", "StepRecorder", "Problem", "SlowRunReport", "diagnose_slow_run", "shape_signature",
-           "shapes_from_an_earlier_run", "run_in_fresh_process"]
-
-MAX_SYNC_STEP_SHARE = 0.25  # host syncs count when more of the steps than this read values
-MAX_COMPILE_SHARE = 0.5  # compile time counts when it is more of the wall time than this
+from tpu_helpers.xla_torch.counters import between, snapshot
 
 
 def shape_signature(batch: Any) -> dict[str, tuple[int, ...]]:
-    """The shapes of a batch's tensors by name (a dict, a tuple/list, or one tensor)."""
-    if hasattr(batch, "shape") and not isinstance(batch, (dict, list, tuple)):
-        return {"input": tuple(batch.shape)}
-    if isinstance(batch, Mapping):
-        items = batch.items()
-    elif isinstance(batch, (list, tuple)):
-        items = ((f"input[{i}]", v) for i, v in enumerate(batch))
-    else:
-        return {}
+    """The shapes of a batch's tensors by name (a dict or a BatchEncoding; anything else has none)."""
+    items = batch.items() if isinstance(batch, Mapping) else ()
     return {str(k): tuple(v.shape) for k, v in items if hasattr(v, "shape")}
 
 
-@dataclass
-class StepStats:
-    """What one training step did: differences of torch_xla's counters over the step."""
-
-    index: int
-    shapes: dict[str, tuple[int, ...]]
-    compilations: int = 0
-    cache_hits: int = 0
-    executions: int = 0
-    syncs: int = 0  # TransferFromDeviceTime samples: device-to-host transfers
-    scalar_reads: int = 0  # aten::_local_scalar_dense: .item(), float(t), bool(t)
-    fallbacks: dict[str, int] = field(default_factory=dict)
-    compile_seconds: float = 0.0
-    execute_seconds: float = 0.0
-    wall_seconds: float = 0.0
-
-    @property
-    def batch_size(self) -> int | None:
-        return next((shape[0] for shape in self.shapes.values() if shape), None)
+class StepStats(SimpleNamespace):
+    """One training step: ``index``, input ``shapes``, ``wall_seconds`` and `between`'s counts over it."""
 
 
 class StepRecorder:
     """torch_xla's counters step by step: call `step(batch)` as each step starts (waits for the device at the end)."""
 
     def __init__(self) -> None:
-        self.steps: list[StepStats] = []
-        self._open: tuple[int, dict, XlaSnapshot, float] | None = None
-        self.wall_seconds = 0.0
-        self._t0 = 0.0
+        self.__enter__()
 
     def __enter__(self) -> "StepRecorder":
-        self.steps, self._open, self._t0 = [], None, time.perf_counter()
+        self.steps: list[StepStats] = []
+        self._open, self._t0, self.wall_seconds = None, time.perf_counter(), 0.0
         return self
 
-    def step(self, batch: Any = None) -> None:
+    def step(self, batch: Any = None, *, last: bool = False) -> None:
         """Close the previous step and open one; ``batch`` gives the step's input shapes."""
-        now = time.perf_counter()
-        snap = snapshot(wait=False)
-        self._close(snap, now)
-        self._open = (len(self.steps), shape_signature(batch), snap, now)
-
-    def _close(self, b: XlaSnapshot, now: float) -> None:
-        if self._open is None:
-            return
-        index, shapes, a, t = self._open
-        self.steps.append(StepStats(index, shapes, wall_seconds=now - t, **between(a, b)))
-        self._open = None
+        snap, now = snapshot(wait=last), time.perf_counter()
+        if self._open is not None:
+            index, shapes, a, t = self._open
+            self.steps.append(StepStats(index=index, shapes=shapes, wall_seconds=now - t, **between(a, snap)))
+        self._open = None if last else (len(self.steps), shape_signature(batch), snap, now)
 
     def __exit__(self, *exc) -> None:
-        snap = snapshot(wait=True)
-        now = time.perf_counter()
-        self._close(snap, now)
-        self.wall_seconds = now - self._t0
+        self.step(last=True)
+        self.wall_seconds = time.perf_counter() - self._t0
+
+    def report(self, *, warmup_steps: int = 2) -> "SlowRunReport":
+        """`diagnose_slow_run` on every recorded step, the first ``warmup_steps`` of them the warm-up."""
+        return diagnose_slow_run(self, warmup_steps=warmup_steps)
 
 
 @dataclass(frozen=True)
@@ -119,33 +84,17 @@ class SlowRunReport:
         return "\n".join([head] + [f"{i}. {p}" for i, p in enumerate(self.problems, 1)])
 
 
-def _shape_changes(steps: Sequence[StepStats], limit: int = 5) -> str:
-    seen: dict[str, list[tuple[int, ...]]] = {}
-    for s in steps:
-        for name, shape in s.shapes.items():
-            if shape not in seen.setdefault(name, []):
-                seen[name].append(shape)
-    return "; ".join(f"{name} took {len(shapes)} shapes: " + ", ".join(map(str, shapes[:limit]))
-                     + (", ..." if len(shapes) > limit else "") for name, shapes in seen.items() if len(shapes) > 1)
-
-
-def diagnose_slow_run(run: StepRecorder | Sequence[StepStats], *, warmup_steps: int = 2,
-                      min_batch_per_device: int = 8) -> SlowRunReport:
+def diagnose_slow_run(run: StepRecorder | Sequence[StepStats], *, warmup_steps: int = 2) -> SlowRunReport:
     """The problems of a recorded run, most costly first; the first ``warmup_steps`` recorded steps may compile."""
-    steps = list(run.steps if isinstance(run, StepRecorder) else run)
-    wall = (run.wall_seconds if isinstance(run, StepRecorder) and run.wall_seconds else
-            sum(s.wall_seconds for s in steps))
-    compile_s = sum(s.compile_seconds for s in steps)
-    graphs = sum(s.compilations for s in steps)
+    steps = list(getattr(run, "steps", run))
+    wall = getattr(run, "wall_seconds", 0) or sum(s.wall_seconds for s in steps)
+    compile_s, graphs = sum(s.compile_seconds for s in steps), sum(s.compilations for s in steps)
     summary = (f"{len(steps)} steps in {wall:.2f} s, {graphs} graph(s) compiled ({compile_s:.2f} s), "
                f"{sum(s.cache_hits for s in steps)} cache hits, {sum(s.syncs for s in steps)} host transfers")
     if not steps:
         return SlowRunReport([], summary + " (nothing recorded: call run.step(batch) in the loop)")
     problems: list[Problem] = []
-
-    fallback_ops: Counter = Counter()
-    for s in steps:
-        fallback_ops.update(s.fallbacks)
+    fallback_ops = sum((Counter(s.fallbacks) for s in steps), Counter())
     if fallback_ops:
         problems.append(Problem(
             "cpu_fallback", f"CPU fallback: {len(fallback_ops)} op(s) with no XLA lowering ran on the CPU",
@@ -157,17 +106,18 @@ def diagnose_slow_run(run: StepRecorder | Sequence[StepStats], *, warmup_steps: 
 
     late = [s for s in steps[warmup_steps:] if s.compilations]
     if late:
-        changes = _shape_changes(steps)
-        if changes:
-            cause = f"input shapes changed: {changes}"
-            fix = ("give every batch the same shapes: pad to a fixed length (padding='max_length') or to few lengths "
-                   "(pad_to_multiple_of=64 or length buckets), and keep the batch size fixed (drop_last=True).")
-        else:
-            cause = "input shapes did not change, so the graph itself changed between steps" + (
-                ": the CPU fallback above (an op whose output shape depends on the data) is the likely cause."
-                if fallback_ops else ": look for a branch on a tensor or a Python number that changes per step, or "
-                "run with PT_XLA_DEBUG_LEVEL=1 to print each compilation's cause.")
-            fix = "make the step trace the same graph every time (torch.where instead of a Python if; static shapes)."
+        seen: dict[str, dict] = {}  # each input's shapes, in order
+        for s in steps:
+            for name, shape in s.shapes.items():
+                seen.setdefault(name, {})[shape] = None
+        changes = "; ".join(f"{name} took {len(shapes)} shapes: " + ", ".join(map(str, list(shapes)[:5]))
+                            + (", ..." if len(shapes) > 5 else "") for name, shapes in seen.items() if len(shapes) > 1)
+        cause = f"input shapes changed: {changes}" if changes else (
+            "input shapes did not change, so the graph did: a CPU fallback above, a branch on a tensor or a Python "
+            "number that changes per step (PT_XLA_DEBUG_LEVEL=1 prints each compilation's cause)")
+        fix = ("give every batch the same shapes: pad to a fixed length (padding='max_length') or to few lengths "
+               "(pad_to_multiple_of=64 or length buckets), and keep the batch size fixed (drop_last=True)."
+               if changes else "make the step trace the same graph every time (torch.where, not a Python if).")
         shown = ", ".join(str(s.index) for s in late[:8]) + (", ..." if len(late) > 8 else "")
         problems.append(Problem(
             "recompilation", f"Recompilation: {sum(s.compilations for s in late)} graph(s) compiled after "
@@ -175,7 +125,7 @@ def diagnose_slow_run(run: StepRecorder | Sequence[StepStats], *, warmup_steps: 
             f"({sum(s.compile_seconds for s in late):.2f} s compiling)", f"new graphs in steps {shown}; {cause}", fix))
 
     sync_steps = [s for s in steps if s.scalar_reads or (s.syncs and not s.fallbacks)]  # fallbacks' own: above
-    if sync_steps and len(sync_steps) > MAX_SYNC_STEP_SHARE * len(steps):
+    if len(sync_steps) > 0.25 * len(steps):  # a log line every few steps is fine
         transfers = sum(s.scalar_reads if s.fallbacks else s.syncs for s in sync_steps)
         problems.append(Problem(
             "host_sync", f"Device-to-host syncs in {len(sync_steps)} of {len(steps)} steps",
@@ -184,7 +134,7 @@ def diagnose_slow_run(run: StepRecorder | Sequence[StepStats], *, warmup_steps: 
             "keep values on the device: accumulate the loss in a tensor and read it every N steps (or in "
             "xm.add_step_closure), replace `if tensor:` with torch.where, don't print tensors in the loop."))
 
-    if wall > 0 and compile_s > MAX_COMPILE_SHARE * wall:
+    if wall > 0 and compile_s > 0.5 * wall:
         problems.append(Problem(
             "compile_time", f"Compilation dominates: {compile_s:.2f} s of the {wall:.2f} s recorded "
             f"({compile_s / wall:.0%})", f"{graphs} graph(s) compiled in {len(steps)} steps; XLA compiles each new "
@@ -192,34 +142,11 @@ def diagnose_slow_run(run: StepRecorder | Sequence[StepStats], *, warmup_steps: 
             "judge speed only after the first steps and fix any recompilation above. The persistent cache "
             "(torch_xla.runtime.initialize_cache) cannot load graphs back in torch_xla 2.9 (pytorch/xla#9094)."))
 
-    sizes = [s.batch_size for s in steps if s.batch_size]
-    if sizes and (typical := statistics.median_high(sizes)) < min_batch_per_device:
+    sizes = [n for s in steps if (n := next((shape[0] for shape in s.shapes.values() if shape), None))]
+    if sizes and (typical := statistics.median_high(sizes)) < 8:
         problems.append(Problem(
             "small_batch", f"Small batches: {typical} samples per device per step",
-            f"below {min_batch_per_device}: a TPU core computes in 8 x 128 tiles, so most of it idles and each "
-            "step's fixed cost dominates.",
+            "below 8: a TPU core computes in 8 x 128 tiles, so most of it idles and each step's fixed cost dominates.",
             "raise the per-device batch (a multiple of 8, as large as memory allows; bf16 halves activation memory), "
             "or accumulate gradients over several micro-batches."))
     return SlowRunReport(problems, summary)
-
-
-def shapes_from_an_earlier_run(steps: Sequence[StepStats], *, warmup_steps: int = 2) -> list[StepStats]:
-    """The steps after the warm-up with new shapes, when all came from the compile cache (an earlier run's); else []."""
-    new, seen = [], set()
-    for k, s in enumerate(steps):
-        key = tuple(sorted(s.shapes.items()))
-        if k >= warmup_steps and key not in seen:
-            new.append(s)
-        seen.add(key)
-    return new if new and all(s.cache_hits and not s.compilations for s in new) else []
-
-
-def run_in_fresh_process(code: str, env: Mapping[str, str] | None = None,
-                         timeout: float = 300) -> "subprocess.CompletedProcess[str]":  # noqa: F821
-    """Run a Python snippet in a new process on XLA's CPU backend (for settings read at start: PT_XLA_DEBUG_LEVEL)."""
-    import os
-    import subprocess
-    import sys
-
-    return subprocess.run([sys.executable, "-c", code], env={**os.environ, "PJRT_DEVICE": "CPU", **(env or {})},
-                          capture_output=True, text=True, timeout=timeout)

@@ -1,19 +1,18 @@
-"""What PyTorch/XLA did between two points, from torch_xla's own counters (``with XlaCounters() as c: ...``):
-graphs compiled (``UncachedCompile``), cache hits, graphs run, host reads, CPU fallbacks (other ``aten::*``)."""
+"""What PyTorch/XLA did between two points (graphs compiled, cache hits, host reads, CPU fallbacks): its counters."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
-
-__all__ = ["XlaSnapshot", "XlaCounters", "snapshot", "between", "SCALAR_READ"]
 
 SCALAR_READ = "aten::_local_scalar_dense"  # .item(), float(t), bool(t): a host read, not an op on the CPU
 
 
 @dataclass(frozen=True)
 class XlaSnapshot:
+    """torch_xla's counters and metrics (name -> (samples, accumulated total)) at one moment."""
+
     counters: dict[str, int]
-    metrics: dict[str, tuple[int, float]]  # name -> (number of samples, accumulated total)
+    metrics: dict[str, tuple[int, float]]
 
     def counter(self, name: str) -> int:
         return self.counters.get(name, 0)
@@ -36,34 +35,24 @@ def snapshot(wait: bool = True) -> XlaSnapshot:
 
 
 def between(a: XlaSnapshot, b: XlaSnapshot) -> dict[str, Any]:
-    """What happened from snapshot ``a`` to ``b``: the fields of `XlaCounters`."""
+    """What happened from snapshot ``a`` to ``b``: the attributes of `XlaCounters`."""
     return {"compilations": b.counter("UncachedCompile") - a.counter("UncachedCompile"),
             "cache_hits": b.counter("CachedCompile") - a.counter("CachedCompile"),
             "executions": b.counter("ExecuteComputation") - a.counter("ExecuteComputation"),
             "syncs": b.metric("TransferFromDeviceTime")[0] - a.metric("TransferFromDeviceTime")[0],
-            "scalar_reads": b.counter(SCALAR_READ) - a.counter(SCALAR_READ), "fallbacks": {  # aten:: ops that ran on the CPU
-                k: v - a.counter(k) for k, v in b.counters.items()
-                if k.startswith("aten::") and k != SCALAR_READ and v > a.counter(k)},
+            "scalar_reads": b.counter(SCALAR_READ) - a.counter(SCALAR_READ),
+            "fallbacks": {k: v - a.counter(k) for k, v in b.counters.items()  # aten:: ops that ran on the CPU
+                          if k.startswith("aten::") and k != SCALAR_READ and v > a.counter(k)},
             "compile_seconds": (b.metric("CompileTime")[1] - a.metric("CompileTime")[1]) / 1e9,  # nanoseconds
             "execute_seconds": (b.metric("ExecuteTime")[1] - a.metric("ExecuteTime")[1]) / 1e9}
 
 
-@dataclass
 class XlaCounters:
-    """Context manager: the difference of torch_xla's metrics between enter and exit."""
-
-    compilations: int = 0
-    cache_hits: int = 0
-    executions: int = 0
-    syncs: int = 0  # device-to-host transfers
-    scalar_reads: int = 0  # aten::_local_scalar_dense: .item(), bool(tensor), if tensor: ...
-    fallbacks: dict[str, int] = field(default_factory=dict)  # aten::op -> times it ran on the CPU
-    compile_seconds: float = 0.0
-    execute_seconds: float = 0.0
-    _start: Any = field(default=None, repr=False)
+    """Context manager: `between` enter and exit as attributes (compilations, syncs, scalar_reads, fallbacks...)."""
 
     def __enter__(self) -> "XlaCounters":
         self._start = snapshot()
+        self.__dict__.update(between(self._start, self._start))
         return self
 
     def __exit__(self, *exc) -> None:

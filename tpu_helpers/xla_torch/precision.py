@@ -1,5 +1,4 @@
-"""Float32 matmuls at full precision (a TPU's default is one bfloat16 pass) for cells comparing XLA with eager.
-Graphs are cached by IR, not precision: run a compared graph first inside the block."""
+"""Float32 matmuls at full precision (a TPU's default is one bfloat16 pass); graphs are cached by IR, not precision."""
 from __future__ import annotations
 
 import contextlib
@@ -8,16 +7,10 @@ from typing import Iterator
 
 from tpu_helpers.core.logs import DropMessages
 
-__all__ = ["PRECISIONS", "mat_mul_precision"]
-
-PRECISIONS = ("default", "high", "highest")  # torch_xla.backends: 1, 3 and 6 bfloat16 passes on a TPU
-
 
 @contextlib.contextmanager
 def mat_mul_precision(precision: str = "highest") -> Iterator[str]:
-    """Set torch_xla's float32 matmul precision for the block, then restore the previous one."""
-    if precision not in PRECISIONS:
-        raise ValueError(f"mat_mul_precision takes one of {PRECISIONS}, not {precision!r}")
+    """Set torch_xla's float32 matmul precision ("default", "high", "highest") for the block, then restore it."""
     from torch_xla import backends
 
     before = backends.get_mat_mul_precision()

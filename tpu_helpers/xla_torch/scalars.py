@@ -1,8 +1,6 @@
 """Every Python float a step hands to PyTorch/XLA as a graph input of its own: one graph for every step."""
 from __future__ import annotations
 
-__all__ = ["scalars_as_graph_inputs"]
-
 
 def scalars_as_graph_inputs(device) -> bool:
     """On an XLA `device`, turn off special scalars and the scalar cache in this process; False off XLA."""

@@ -24,7 +24,8 @@ torch = pytest.importorskip("torch")
 from tpu_helpers.banking77.buckets import BucketBatchSampler  # noqa: E402
 from tpu_helpers.banking77.replicas import ReplicaMismatchError, batch_plan, plan_problems  # noqa: E402
 from tpu_helpers.core.claims import Claims  # noqa: E402
-from tpu_helpers.trainers.replicas import ReplicaShard, check_fork_safe, interleave  # noqa: E402
+from tpu_helpers.trainers.lesson_cells import ReplicaShard, interleave, replica_rank  # noqa: E402
+from tpu_helpers.trainers.replicas import check_fork_safe  # noqa: E402
 
 NOTEBOOK = Path(__file__).resolve().parents[3] / "notebooks" / "07_trainers_lightning_hf.ipynb"
 LENGTHS = [3, 5, 7, 9, 12, 15, 16, 6, 8, 14, 2, 11, 13, 4, 10, 16, 9, 7, 5, 3] * 5  # 100 queries
@@ -48,11 +49,15 @@ def run_cell(tag: str, namespace: dict) -> dict:
 
 @pytest.mark.parametrize("replicas", [1, 2, 4])
 @pytest.mark.parametrize("shuffle", [True, False])
-def test_each_replica_takes_every_nth_batch_and_together_they_are_the_plan(replicas, shuffle):
+def test_each_replica_takes_every_nth_batch_and_together_they_are_the_plan(replicas, shuffle, monkeypatch):
+    from tpu_helpers.trainers import lesson_cells as module
+
     sampler = BucketBatchSampler(LENGTHS, 4, (8, 16), num_replicas=replicas, shuffle=shuffle, seed=3)
     sampler.set_epoch(2)
-    shards = [ReplicaShard(sampler, replicas, rank=r) for r in range(replicas)]
-    got = [list(s) for s in shards]
+    shards, got = [ReplicaShard(sampler, replicas) for _ in range(replicas)], []
+    for r, shard in enumerate(shards):  # each replica's process reads its own rank
+        monkeypatch.setattr(module, "replica_rank", lambda: r)
+        got.append(list(shard))
     plan = sampler.plan(2)
     assert [len(g) for g in got] == [len(plan)] * replicas == [len(s) for s in shards]
     for k, step in enumerate(plan):  # every replica: the same shape at step k, its own piece of the global batch
@@ -65,7 +70,7 @@ def test_each_replica_takes_every_nth_batch_and_together_they_are_the_plan(repli
 def test_the_rank_is_read_in_the_iterating_process_and_set_epoch_reaches_the_sampler():
     sampler = BucketBatchSampler(LENGTHS, 4, (8, 16), num_replicas=2, seed=0)
     shard = ReplicaShard(sampler, 2)
-    assert shard.rank == 0 and shard.batch_size == 4  # no process group: rank 0
+    assert replica_rank() == 0 and len(shard) == len(sampler) // 2  # no process group: rank 0
     shard.set_epoch(5)
     assert sampler.epoch == 5
 
@@ -74,11 +79,9 @@ def test_bad_shards_are_clear_errors():
     sampler = BucketBatchSampler(LENGTHS, 4, (8, 16), num_replicas=2)
     with pytest.raises(ValueError, match="build it with num_replicas=4"):
         ReplicaShard(sampler, 4)
-    with pytest.raises(ValueError, match="rank 2 is not one of the 2"):
-        ReplicaShard(sampler, 2, rank=2)
     odd = [[(0, 8)], [(1, 8)], [(2, 8)]]  # three batches for two replicas
-    with pytest.raises(ReplicaMismatchError, match=r"replica\(s\) \[1\] without a batch"):
-        list(ReplicaShard(odd, 2, rank=0))
+    with pytest.raises(ReplicaMismatchError, match="3 batches are not a multiple of 2 replicas"):
+        list(ReplicaShard(odd, 2))
 
 
 def test_plan_problems_name_the_replica_with_a_step_more_or_another_shape():
@@ -98,7 +101,7 @@ def test_plan_problems_name_the_replica_with_a_step_more_or_another_shape():
 def test_interleave_is_the_inverse_of_the_sharding_and_refuses_partial_batches():
     gathered = torch.tensor([[0, 1, 4, 5], [2, 3, 6, 7]])  # replica 0: steps 0 and 1, rows of 2
     assert interleave(gathered, 2).tolist() == list(range(8))
-    with pytest.raises(ValueError, match="not whole batches of 3"):
+    with pytest.raises(RuntimeError, match="invalid for input of size 8"):
         interleave(gathered, 3)
 
 
@@ -211,10 +214,10 @@ class OneBatchMoreOnReplica1(ReplicaShard):
 
     def __iter__(self):
         batches = list(super().__iter__())
-        return iter(batches + batches[:1] if self.rank == 1 else batches)
+        return iter(batches + batches[:1] if replica_rank() == 1 else batches)
 
     def __len__(self):
-        return super().__len__() + (self.rank == 1)
+        return super().__len__() + (replica_rank() == 1)
 
 
 def scenario_a_replica_with_one_batch_more_stops_the_run_before_its_first_step_naming_it(tiny, tmp_path):
@@ -296,7 +299,7 @@ def test_forked_replicas(scenario, scenario_results):
 def test_shard_loader_keeps_dataset_and_collate_and_gives_each_rank_its_batches():
     from torch.utils.data import DataLoader
 
-    from tpu_helpers.trainers.replicas import shard_loader
+    from tpu_helpers.trainers.lesson_cells import shard_loader
 
     sampler = BucketBatchSampler(LENGTHS, 4, (8, 16), num_replicas=2, seed=1)
     class Rows:  # what BucketedDataset does: the sampler yields (index, padded length)
@@ -310,7 +313,6 @@ def test_shard_loader_keeps_dataset_and_collate_and_gives_each_rank_its_batches(
     sharded = shard_loader(loader, 2)
     assert sharded.dataset is loader.dataset and sharded.collate_fn is loader.collate_fn
     assert isinstance(sharded.batch_sampler, ReplicaShard) and sharded.batch_sampler.batch_sampler is sampler
-    assert sharded.batch_sampler.rank == 0  # no process group: rank 0
     assert [len(b) for b in sharded] == [4] * len(sampler.plan(0))
     with pytest.raises(ValueError, match="num_replicas=4"):
         shard_loader(loader, 4)
@@ -332,11 +334,9 @@ def test_the_layout_takes_every_tpu_device_and_splits_the_cpu_rehearsals_batch()
 
 
 def test_a_replica_spawned_by_torch_xla_reads_its_rank_from_torch_xla(monkeypatch):
-    from tpu_helpers.trainers import replicas
-
     monkeypatch.delenv("PJRT_LOCAL_PROCESS_RANK", raising=False)
-    assert replicas._dist_rank() == 0  # the kernel: no process group, not spawned by torch_xla
+    assert replica_rank() == 0  # the kernel: no process group, not spawned by torch_xla
     monkeypatch.setenv("PJRT_LOCAL_PROCESS_RANK", "0")
     xr = pytest.importorskip("torch_xla.runtime")
     monkeypatch.setattr(xr, "global_ordinal", lambda: 5)
-    assert replicas._dist_rank() == 5
+    assert replica_rank() == 5

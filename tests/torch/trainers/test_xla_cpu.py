@@ -62,7 +62,7 @@ def test_fit_trains_on_the_xla_device_through_xla_precision(xla, data, bag_of_wo
     from torch.utils.data import DataLoader
     from transformers import DataCollatorWithPadding
 
-    from tpu_helpers.trainers.xla_cpu import lightning_accelerator
+    from tpu_helpers.trainers.xla_cpu import XLACPUAccelerator
 
     tok, train = data
     loader = DataLoader(train, batch_size=16, drop_last=True,
@@ -77,16 +77,10 @@ def test_fit_trains_on_the_xla_device_through_xla_precision(xla, data, bag_of_wo
     before = module.head.weight.detach().clone()
     marks = met.counter_value("MarkStep") or 0
     devices = Devices()
-    trainer(lightning_accelerator(False), devices=1, max_steps=4, callbacks=[devices]).fit(module, loader)
+    trainer(XLACPUAccelerator(), devices=1, max_steps=4, callbacks=[devices]).fit(module, loader)
     assert devices.seen == {"xla"}, "weights and batches on the XLA device during training"
     assert not torch.equal(module.head.weight.detach().cpu(), before)
     assert (met.counter_value("MarkStep") or 0) - marks >= 4
-
-
-def test_lightning_accelerator_is_tpu_on_a_tpu():
-    from tpu_helpers.trainers.xla_cpu import lightning_accelerator
-
-    assert lightning_accelerator(True) == "tpu"
 
 
 def test_lightning_speaks_once_on_stdout_without_its_tips(capsys):
