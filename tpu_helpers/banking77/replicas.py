@@ -7,9 +7,6 @@ from typing import Any, Iterable, Sequence
 
 from tpu_helpers.core import digests
 
-__all__ = ["ReplicaMismatchError", "batch_plan", "plan_problems", "gather_plans", "planned_steps",
-           "check_plans_agree", "wait_for_all", "weights_digest", "gather_rows"]
-
 
 class ReplicaMismatchError(ValueError):
     """The replicas do not plan (or did not do) the same training; the message names the replicas."""

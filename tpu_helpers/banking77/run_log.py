@@ -12,8 +12,6 @@ from tpu_helpers.banking77.config import TrainConfig
 from tpu_helpers.banking77.loaders import Loaders
 from tpu_helpers.core.tables import format_table
 
-__all__ = ["EpochStats", "TrainReport", "RunLog"]
-
 
 @dataclass
 class EpochStats:
@@ -79,14 +77,11 @@ class TrainReport:
         return sorted({s for e in self.epochs for s in getattr(e, key).get("shapes", {})},
                       key=lambda s: tuple(int(x) for x in s.split("x")))
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
     def save(self, path: str | os.PathLike[str]) -> Path:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(self.to_dict()))
+        tmp.write_text(json.dumps(asdict(self)))
         os.replace(tmp, path)  # atomic: a reader never sees half a report
         return path
 
