@@ -12,9 +12,8 @@ from tpu_helpers.shared.banking_queries import BANKING77_LABELS, banking_query
 
 HUB_REPO = "PolyAI/banking77"
 HUB_REVISION = "refs/convert/parquet"  # script-free: datasets>=4 refuses the loading script (datasets#8012)
-SOURCES = ("hub", "csv", "synthetic")
-SYNTHETIC_NOTE = ("SYNTHETIC stand-in for BANKING77 generated offline by tpu_helpers.banking77.dataset: the 77 real intent "
-                  "names and schema, template text; not real customer queries.")
+SYNTHETIC_NOTE = ("SYNTHETIC stand-in for BANKING77 generated offline by tpu_helpers.banking77.dataset: the 77 real "
+                  "intent names and schema, template text; not real customer queries.")
 
 
 class Banking77Error(ValueError):
@@ -49,18 +48,17 @@ class Banking77Data:
 def _features(label_names: Sequence[str]):
     import datasets
 
-    return datasets.Features({"text": datasets.Value("string"),
-                              "label": datasets.ClassLabel(names=list(label_names))})
+    return datasets.Features({"text": datasets.Value("string"), "label": datasets.ClassLabel(names=list(label_names))})
 
 
-def load_hub(repo: str = HUB_REPO, revision: str = HUB_REVISION):
+def load_hub(repo: str = HUB_REPO):
     """BANKING77 from the Hub's parquet export (or a local folder laid out like it)."""
     import datasets
 
     if os.path.isdir(repo):  # a local copy of the parquet branch
         return datasets.load_dataset(repo)
-    with hub_access(f"{repo}@{revision}", _OFFLINE_DATA, error=Banking77Error):
-        return datasets.load_dataset(repo, revision=revision)
+    with hub_access(f"{repo}@{HUB_REVISION}", _OFFLINE_DATA, error=Banking77Error):
+        return datasets.load_dataset(repo, revision=HUB_REVISION)
 
 
 def load_csv_dir(folder: str | os.PathLike[str]):
@@ -69,8 +67,7 @@ def load_csv_dir(folder: str | os.PathLike[str]):
 
     folder = Path(folder)
     files = {split: folder / f"{split}.csv" for split in ("train", "test")}
-    missing = [str(p) for p in files.values() if not p.is_file()]
-    if missing:
+    if missing := [str(p) for p in files.values() if not p.is_file()]:
         raise Banking77Error(f"missing {', '.join(missing)}: CSV_DIR must hold BANKING77's train.csv and test.csv "
                              "(columns text,category), e.g. from github.com/PolyAI-LDN/task-specific-datasets "
                              "(banking_data/).")
@@ -83,8 +80,7 @@ def load_csv_dir(folder: str | os.PathLike[str]):
                                  "BANKING77 CSV header is: text,category).")
     raw = raw.map(lambda r: {"category": str(r["category"]).strip(), "text": str(r["text"])})
     train_cats = set(raw["train"]["category"])
-    unknown = set(raw["test"]["category"]) - train_cats
-    if unknown:
+    if unknown := set(raw["test"]["category"]) - train_cats:
         raise Banking77Error(f"test.csv has categories that train.csv never uses: {sorted(unknown)[:5]}...; the "
                              "model cannot learn a label it never sees. Check the files.")
     names = list(BANKING77_LABELS) if train_cats <= set(BANKING77_LABELS) else sorted(train_cats)
@@ -93,42 +89,33 @@ def load_csv_dir(folder: str | os.PathLike[str]):
             .map(lambda r: {"label": ids[r["category"]]}, remove_columns=["category"]).cast(_features(names)))
 
 
-def make_synthetic(n_train_per_label: int = 8, n_test_per_label: int = 3, *, seed: int = 0,
-                   labels: Sequence[str] = BANKING77_LABELS):
+def make_synthetic(n_train_per_label: int = 8, n_test_per_label: int = 3, *, seed: int = 0):
     """A labelled SYNTHETIC stand-in for BANKING77 (same schema, the 77 intent names), generated offline."""
     import datasets
 
-    rng = random.Random(seed)
-    features = _features(labels)
-    splits = {}
+    rng, features, splits = random.Random(seed), _features(BANKING77_LABELS), {}
+    info = datasets.DatasetInfo(description=SYNTHETIC_NOTE, features=features)
     for split, n in (("train", n_train_per_label), ("test", n_test_per_label)):
-        ids = [i for i in range(len(labels)) for _ in range(n)]
+        ids = [i for i in range(len(BANKING77_LABELS)) for _ in range(n)]
         rng.shuffle(ids)
-        texts = [banking_query(labels[i], rng) for i in ids]
-        info = datasets.DatasetInfo(description=SYNTHETIC_NOTE, features=features)
+        texts = [banking_query(BANKING77_LABELS[i], rng) for i in ids]
         splits[split] = datasets.Dataset.from_dict({"text": texts, "label": ids}, features=features, info=info)
     return datasets.DatasetDict(splits)
 
 
-def load_banking77(source: str = "synthetic", *, csv_dir: str | os.PathLike[str] | None = None,
-                   repo: str = HUB_REPO, revision: str = HUB_REVISION, n_train_per_label: int = 8,
-                   n_test_per_label: int = 3, seed: int = 0) -> Banking77Data:
+def load_banking77(source: str = "synthetic", *, csv_dir: str | os.PathLike[str] | None = None, repo: str = HUB_REPO,
+                   n_train_per_label: int = 8, n_test_per_label: int = 3, seed: int = 0) -> Banking77Data:
     """Load BANKING77 from ``source`` ("hub", "csv" or "synthetic")."""
     if source == "hub":
-        origin = repo if os.path.isdir(repo) else f"{repo}@{revision}"
-        return Banking77Data(load_hub(repo, revision), "hub", origin)
+        return Banking77Data(load_hub(repo), "hub", repo if os.path.isdir(repo) else f"{repo}@{HUB_REVISION}")
     if source == "csv":
         if not csv_dir:
             raise Banking77Error("DATA_SOURCE='csv' needs CSV_DIR: a folder holding train.csv and test.csv.")
         return Banking77Data(load_csv_dir(csv_dir), "csv", str(csv_dir))
     if source == "synthetic":
-        ds = make_synthetic(n_train_per_label, n_test_per_label, seed=seed)
-        return Banking77Data(ds, "synthetic", f"make_synthetic({n_train_per_label}/{n_test_per_label} per label, "
-                                               f"seed={seed})")
-    raise Banking77Error(f"unknown data source {source!r}; choose one of {', '.join(SOURCES)}.")
-
-
-SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+        origin = f"make_synthetic({n_train_per_label}/{n_test_per_label} per label, seed={seed})"
+        return Banking77Data(make_synthetic(n_train_per_label, n_test_per_label, seed=seed), "synthetic", origin)
+    raise Banking77Error(f"unknown data source {source!r}; choose one of hub, csv, synthetic.")
 
 
 def train_wordpiece_tokenizer(texts: Iterable[str], vocab_size: int = 2000):
@@ -137,8 +124,8 @@ def train_wordpiece_tokenizer(texts: Iterable[str], vocab_size: int = 2000):
     from transformers import BertTokenizer
 
     wp = BertWordPieceTokenizer(lowercase=True)
-    wp.train_from_iterator(texts, vocab_size=vocab_size, min_frequency=1, special_tokens=list(SPECIAL_TOKENS),
-                           show_progress=False)
+    wp.train_from_iterator(texts, vocab_size=vocab_size, min_frequency=1, show_progress=False,
+                           special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"])
     return BertTokenizer(vocab=wp.get_vocab(), do_lower_case=True)
 
 
@@ -154,18 +141,17 @@ def load_tokenizer(model_name: str, train_texts: Iterable[str] = (), vocab_size:
 
 
 def make_model(model_name: str, data: Banking77Data, *, vocab_size: int | None = None, max_length: int = 128,
-               hidden_size: int = 64, layers: int = 2, heads: int = 2, seed: int = 0,
-               attn_implementation: str = "eager"):
-    """A classifier labelled from ``data``: ``"tiny"`` (a small BERT, no download) or a Hub model (notebook 02's masks)."""
+               hidden_size: int = 64, layers: int = 2, heads: int = 2, seed: int = 0):
+    """A classifier labelled from ``data``: ``"tiny"`` (a small BERT, no download) or a Hub model."""
     import torch
     from transformers import AutoModelForSequenceClassification, BertConfig, BertForSequenceClassification
 
     from tpu_helpers.xla_torch.lesson_cells import keep_attention_masks_on_device
 
-    keep_attention_masks_on_device()
+    keep_attention_masks_on_device()  # notebook 02: transformers 5 reads padding_mask.all() on the host
     torch.manual_seed(seed)
     labels = dict(num_labels=data.num_labels, id2label=data.id2label, label2id=data.label2id,
-                  attn_implementation=attn_implementation)
+                  attn_implementation="eager")
     if model_name == "tiny":
         config = BertConfig(vocab_size=vocab_size, hidden_size=hidden_size, num_hidden_layers=layers,
                             num_attention_heads=heads, intermediate_size=4 * hidden_size,
@@ -183,30 +169,19 @@ def token_lengths(texts: Sequence[str], tokenizer) -> list[int]:
 
 def length_summary(lengths: Sequence[int], max_length: int) -> dict[str, float]:
     """What one fixed length costs: share of texts truncated and share of the padded tokens that are padding."""
-    n = len(lengths)
-    kept = [min(x, max_length) for x in lengths]
-    ordered = sorted(lengths)
-    return {
-        "texts": n, "max_length": max_length, "longest": ordered[-1], "median": ordered[n // 2],
-        "p99": ordered[min(n - 1, int(0.99 * n))],
-        "truncated_share": sum(x > max_length for x in lengths) / n,
-        "padding_share": 1 - sum(kept) / (n * max_length),
-    }
+    n, ordered = len(lengths), sorted(lengths)
+    return {"texts": n, "max_length": max_length, "longest": ordered[-1], "median": ordered[n // 2],
+            "p99": ordered[min(n - 1, int(0.99 * n))], "truncated_share": sum(x > max_length for x in lengths) / n,
+            "padding_share": 1 - sum(min(x, max_length) for x in lengths) / (n * max_length)}
 
 
 def tokenize(dataset, tokenizer, max_length: int, *, padding: str = "max_length"):
     """Tokenized splits with ``labels``: padded to ``max_length`` (torch format) or ``padding="none"`` (lists)."""
-
-    def encode(batch):
-        return tokenizer(batch["text"], truncation=True, max_length=max_length,
-                         padding="max_length" if padding == "max_length" else False)
-
-    out = dataset.map(encode, batched=True, remove_columns=["text"], desc=None)
-    out = out.rename_column("label", "labels")
-    columns = [c for c in ("input_ids", "token_type_ids", "attention_mask", "labels")
-               if c in out["train"].column_names]
+    out = dataset.map(lambda batch: tokenizer(batch["text"], truncation=True, max_length=max_length,
+                                              padding="max_length" if padding == "max_length" else False),
+                      batched=True, remove_columns=["text"]).rename_column("label", "labels")
+    columns = [c for c in ("input_ids", "token_type_ids", "attention_mask", "labels") if c in out["train"].column_names]
     if padding == "max_length":
         out.set_format("torch", columns=columns)
-    else:
-        out = out.select_columns(columns)
-    return out
+        return out
+    return out.select_columns(columns)

@@ -23,10 +23,7 @@ def check_evaluation_plan(eval_dl, n_rows: int, num_replicas: int = 1, order: Se
     sampler = eval_dl.batch_sampler
     if num_replicas > 1:
         shards = [list(BatchSamplerShard(sampler, num_processes=num_replicas, process_index=r, even_batches=True))
-                  for r in range(num_replicas)]
-        if len({len(s) for s in shards}) != 1:
-            raise ValueError(f"the evaluation loader gives the {num_replicas} replicas different numbers of "
-                             f"batches ({[len(s) for s in shards]}): the gather would hang or mix batches")
+                  for r in range(num_replicas)]  # even_batches: every replica gets as many batches
         steps = [[i for piece in pieces for i in piece] for pieces in zip(*shards)]
     else:
         steps = [list(b) for b in sampler]
@@ -37,10 +34,10 @@ def check_evaluation_plan(eval_dl, n_rows: int, num_replicas: int = 1, order: Se
         seen += keep
     want = list(range(n_rows)) if order is None else [int(i) for i in order]
     if [int(i) for i in rows] != want:
-        missing = len(set(want) - set(rows))
         raise ValueError(f"the evaluation loader's plan gives {len(rows)} rows ({len(set(rows))} distinct, "
-                         f"{missing} test rows missing) for {n_rows} test rows: check eval_batch_size, the "
-                         "bucket boundaries (the largest must hold every test query) and drop_last=False")
+                         f"{len(set(want) - set(rows))} test rows missing) for {n_rows} test rows: check "
+                         "eval_batch_size, the bucket boundaries (the largest must hold every test query) and "
+                         "drop_last=False")
     return len(steps)
 
 
@@ -59,6 +56,6 @@ def rows_kept(batches, n_rows: int):
 
 
 def rows_on_host(gathered, n_rows: int):
-    """The gathered ``(predictions, labels)`` pairs as two arrays of ``n_rows`` rows (a device slice: one more graph)."""
+    """The gathered ``(predictions, labels)`` pairs as two arrays of ``n_rows`` rows, cut on the host."""
     pairs = list(gathered)
     return rows_kept([p for p, _ in pairs], n_rows), rows_kept([r for _, r in pairs], n_rows)

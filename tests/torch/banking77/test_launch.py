@@ -40,9 +40,8 @@ def test_colab_tpu_takes_notebook_launchers_tpu_branch():
 def test_kaggle_tpu_is_recognised_by_any_kaggle_variable():
     plan = plan_launch(KAGGLE_TPU, env={"KAGGLE_KERNEL_RUN_TYPE": "Interactive"}, ipython=None)
     assert (plan.kind, plan.num_processes) == ("hosted-tpu", 8)
-    assert launch.accelerate_sees_hosted_tpu({"KAGGLE_URL_BASE": "x"}) == (True, False)  # no PJRT_DEVICE yet
-    assert launch.accelerate_sees_hosted_tpu({"KAGGLE_URL_BASE": "x", "PJRT_DEVICE": "TPU"}) == (True, True)
-    assert launch.accelerate_sees_hosted_tpu({"KAGGLE_URL_BASE": "x", "TPU_NAME": "local"}) == (True, True)
+    assert plan_launch(KAGGLE_TPU, env={"KAGGLE_URL_BASE": "x"}, ipython=None).kind == "hosted-tpu"
+    assert plan_launch(KAGGLE_TPU, env={"PJRT_DEVICE": "TPU"}, ipython=None).kind == "tpu-vm"  # not Kaggle or Colab
 
 
 def test_colab_detected_without_the_ipython_shell_falls_back_to_torch_xla_launch():
