@@ -9,8 +9,6 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-__all__ = ["run_as_notebook", "write_hub_layout", "write_csv_dir", "epoch_batches", "padded_tensors"]
-
 
 def run_as_notebook(function: Callable[..., Any], args: Sequence[Any], plan=None):
     """Notebook 05's launch for tests and benchmarks: the plan's environment, then its cell tagged ``launch``

@@ -3,8 +3,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["TrainConfig", "scaled_learning_rate", "PADDINGS"]
-
 PADDINGS = ("buckets", "max_length")
 
 
@@ -25,18 +23,7 @@ class TrainConfig:
     max_length: int | None = None  # the fixed length when padding="max_length" pads per batch (a tokenizer given)
     replica_timeout_s: float = 300.0  # several CPU processes (gloo): how long a replica waits for the others
 
-    def __post_init__(self):
-        if self.epochs < 1:
-            raise ValueError(f"epochs={self.epochs}: train at least 1 epoch")
-        if self.padding not in PADDINGS:
-            raise ValueError(f"padding={self.padding!r}: choose one of {', '.join(PADDINGS)}")
-        if self.batch_size < 1 or self.eval_batch_size < 1:
-            raise ValueError("batch_size and eval_batch_size must be at least 1")
-
 
 def scaled_learning_rate(base_lr: float, base_global_batch: int, global_batch: int) -> float:
     """``base_lr * global_batch / base_global_batch`` (Goyal et al. 2017, arXiv:1706.02677)."""
-    if base_lr <= 0 or base_global_batch < 1 or global_batch < 1:
-        raise ValueError(f"cannot scale lr={base_lr} from a global batch of {base_global_batch} to {global_batch}: "
-                         "the learning rate must be positive and both batches at least 1")
     return base_lr * global_batch / base_global_batch

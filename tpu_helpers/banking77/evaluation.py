@@ -3,17 +3,11 @@ from __future__ import annotations
 
 from typing import Sequence
 
-__all__ = ["rows_on_host", "rows_kept", "rows_still_due", "check_evaluation_plan", "weighted_f1"]
-
 
 def weighted_f1(predictions: Sequence[int], references: Sequence[int]) -> float:
     """scikit-learn's ``f1_score(average="weighted")``, what the seed's ``evaluate.load("f1")`` computes."""
     from sklearn.metrics import f1_score
 
-    if len(predictions) != len(references):
-        raise ValueError(f"{len(predictions)} predictions for {len(references)} references")
-    if not len(references):
-        return 0.0
     return float(f1_score(list(references), list(predictions), average="weighted", zero_division=0))
 
 
@@ -23,17 +17,13 @@ def rows_still_due(batch_rows: int, seen: int, n_rows: int) -> int:
 
 
 def check_evaluation_plan(eval_dl, n_rows: int, num_replicas: int = 1, order: Sequence[int] | None = None) -> int:
-    """Replay the sharded evaluation batches' indices on the host: every test row exactly once, in ``order``, or a
-    ValueError before any training. Returns the number of gathered batches."""
+    """The number of gathered evaluation batches, after checking on the host that they hold every test row once."""
     from accelerate.data_loader import BatchSamplerShard
 
     sampler = eval_dl.batch_sampler
     if num_replicas > 1:
         shards = [list(BatchSamplerShard(sampler, num_processes=num_replicas, process_index=r, even_batches=True))
-                  for r in range(num_replicas)]
-        if len({len(s) for s in shards}) != 1:
-            raise ValueError(f"the evaluation loader gives the {num_replicas} replicas different numbers of "
-                             f"batches ({[len(s) for s in shards]}): the gather would hang or mix batches")
+                  for r in range(num_replicas)]  # even_batches: every replica gets as many batches
         steps = [[i for piece in pieces for i in piece] for pieces in zip(*shards)]
     else:
         steps = [list(b) for b in sampler]
@@ -44,10 +34,10 @@ def check_evaluation_plan(eval_dl, n_rows: int, num_replicas: int = 1, order: Se
         seen += keep
     want = list(range(n_rows)) if order is None else [int(i) for i in order]
     if [int(i) for i in rows] != want:
-        missing = len(set(want) - set(rows))
         raise ValueError(f"the evaluation loader's plan gives {len(rows)} rows ({len(set(rows))} distinct, "
-                         f"{missing} test rows missing) for {n_rows} test rows: check eval_batch_size, the "
-                         "bucket boundaries (the largest must hold every test query) and drop_last=False")
+                         f"{len(set(want) - set(rows))} test rows missing) for {n_rows} test rows: check "
+                         "eval_batch_size, the bucket boundaries (the largest must hold every test query) and "
+                         "drop_last=False")
     return len(steps)
 
 
@@ -66,6 +56,6 @@ def rows_kept(batches, n_rows: int):
 
 
 def rows_on_host(gathered, n_rows: int):
-    """The gathered ``(predictions, labels)`` pairs as two arrays of ``n_rows`` rows (a device slice: one more graph)."""
+    """The gathered ``(predictions, labels)`` pairs as two arrays of ``n_rows`` rows, cut on the host."""
     pairs = list(gathered)
     return rows_kept([p for p, _ in pairs], n_rows), rows_kept([r for _, r in pairs], n_rows)

@@ -7,101 +7,47 @@ import numpy as np
 
 from tpu_helpers.core.exercises import CheckResult, answer_for, call_answer, run_check, short
 
-__all__ = ["check_collate", "check_gather_step"]
-
 answer = answer_for(__package__)
-
-def _tiny_bert(vocab_size: int):
-    from tpu_helpers.xla_torch.lesson_cells import keep_attention_masks_on_device, tiny_bert
-
-    keep_attention_masks_on_device()
-    return tiny_bert(vocab_size=vocab_size, num_labels=77)
 
 
 def check_collate(make_collate: Callable, dataset: Any, tokenizer: Any, boundaries: Sequence[int], *,
-                  batch_size: int = 16, steps: int = 12, on_xla: bool = True) -> CheckResult:
-    """Batches of shape (rows, the bucket's length), tokens and labels intact, one XLA graph per bucket (``on_xla``)."""
+                  batch_size: int = 16, steps: int = 12) -> CheckResult:
+    """Batches of shape (rows, the bucket's length), right-padded, tokens and labels intact: one shape per bucket."""
     from tpu_helpers.banking77.buckets import BucketBatchSampler, BucketedDataset
 
-    lengths = [len(x) for x in dataset["input_ids"]]
-    sampler = BucketBatchSampler(lengths, batch_size, boundaries, seed=11)
-    plan = sampler.plan(0)
-    # one batch of every bucket first, then the rest of the epoch
-    firsts = {b.padded_length: b for b in plan}
-    chosen = {id(b) for b in firsts.values()}
-    order = list(firsts.values()) + [b for b in plan if id(b) not in chosen]
+    plan = BucketBatchSampler([len(x) for x in dataset["input_ids"]], batch_size, boundaries, seed=11).plan(0)
+    firsts = {b.padded_length: b for b in plan}  # one batch of every bucket first, then the rest of the epoch
+    order = sorted(plan, key=lambda b: b is not firsts[b.padded_length])
     wrapped = BucketedDataset(dataset)
     batches = [[(int(i), b.padded_length) for i in b.indices] for b in order[:steps]]
 
     def body() -> str:
         import torch
 
-        from tpu_helpers.xla_torch.counters import XlaCounters
-
         collate = call_answer(make_collate, tokenizer, what="make_collate(tokenizer)")
-        outs = []
+        shapes = set()
         for keys in batches:
             items = wrapped.__getitems__(keys)
             out = call_answer(collate, items, what="collate(items)")
-            missing = [k for k in ("input_ids", "attention_mask", "labels") if k not in out]
-            assert not missing, (f"your batch has no {', '.join(missing)}: keep every column of the rows "
-                                 "(labels too, the model computes the loss from them)")
-            want = keys[0][1]
-            shape = tuple(out["input_ids"].shape)
-            if shape != (len(keys), want):
-                longest = max(len(row["input_ids"]) for row, _ in items)
-                if shape[1:] == (longest,):
-                    raise AssertionError(
-                        f"a batch the sampler put in the {want}-token bucket came out {shape[1]} tokens wide, its "
-                        "longest query: that is padding='longest', one new shape (one new graph) for almost every "
-                        "batch. Pad to the length that comes with the rows: padding='max_length', "
-                        "max_length=<that length>.")
-                raise AssertionError(f"a batch of {len(keys)} rows for the {want}-token bucket has input_ids of "
-                                     f"shape {shape}; it must be ({len(keys)}, {want})")
-            for (row, _), ids, mask in zip(items, out["input_ids"], out["attention_mask"]):
-                n = len(row["input_ids"])
-                assert ids[:n].tolist() == list(row["input_ids"]) and int(mask.sum()) == n and \
-                    bool(mask[:n].all()), ("the rows' tokens must come first, unchanged, with attention_mask 1 on "
-                                           "them and 0 on the padding (right padding)")
-            assert out["labels"].tolist() == [int(row["labels"]) for row, _ in items], \
-                "the labels in your batch are not the rows' labels, in the rows' order"
-            outs.append({k: v for k, v in out.items()})
-        widths = sorted({int(o["input_ids"].shape[1]) for o in outs})
-        model = _tiny_bert(len(tokenizer))
-        if not on_xla:
-            with torch.no_grad():
-                for out in outs:
-                    model(**out)
-            return (f"{len(outs)} batches padded to the sampler's lengths {widths}, tokens and labels intact: "
-                    f"{len(widths)} shapes for {len(firsts)} buckets (the BERT ran on the CPU, to leave the XLA "
-                    "device to the training launch)")
-        import torch_xla
-
-        model = model.to(torch_xla.device())
-        torch_xla.sync()
-        logits = []
-        with XlaCounters() as c:
-            for out in outs:
-                with torch.no_grad():
-                    logits.append(model(**{k: v.to(torch_xla.device()) for k, v in out.items()}).logits)
-                torch_xla.sync()  # the logits are kept, so the step's graph really runs
-        assert c.compilations <= len(firsts), (
-            f"{len(outs)} batches compiled {c.compilations} graphs for {len(firsts)} buckets: some batches of one "
-            "bucket came out with different shapes")
-        return (f"{len(outs)} batches padded to the sampler's lengths {widths}, tokens and labels intact; a BERT on "
-                f"XLA compiled {c.compilations} graph(s) for them, one per bucket, and found the rest in the cache "
-                f"({c.cache_hits} hits)")
+            assert "labels" in out, ("your batch has no labels: keep every column of the rows (the model computes "
+                                     "the loss from them)")
+            want, shape = keys[0][1], tuple(out["input_ids"].shape)
+            assert shape[1:] != (max(len(row["input_ids"]) for row, _ in items),) or shape[1] == want, (
+                f"a batch the sampler put in the {want}-token bucket came out {shape[1]} tokens wide, its longest "
+                "query: that is padding='longest', one new shape (one new graph) for almost every batch. Pad to the "
+                "length that comes with the rows: padding='max_length', max_length=<that length>.")
+            ref = tokenizer.pad([row for row, _ in items], padding="max_length", max_length=want, return_tensors="pt")
+            assert all(k in out and torch.as_tensor(out[k]).tolist() == ref[k].tolist()
+                       for k in ("input_ids", "attention_mask", "labels")), (
+                f"a batch of {len(keys)} rows for the {want}-token bucket must be ({len(keys)}, {want}): the rows' "
+                "tokens first, unchanged (right padding), attention_mask 1 on them and 0 on the padding, the rows' "
+                f"labels in order (yours: input_ids of shape {shape})")
+            shapes.add(shape)
+        widths = sorted({w for _, w in shapes})
+        return (f"{len(batches)} batches padded to the sampler's lengths {widths}, tokens and labels intact: "
+                f"{len(widths)} shapes to compile for {len(firsts)} buckets, one per bucket")
 
     return run_check(body)
-
-
-def _reference_step(accelerator, preds, labels, seen, n_rows):
-    """The reference gather step, run first to compile the model's graphs."""
-    from tpu_helpers.banking77.evaluation import rows_still_due
-
-    preds, labels = accelerator.gather((preds, labels))
-    keep = rows_still_due(len(preds), seen, n_rows)
-    return preds.cpu()[:keep].tolist(), labels.cpu()[:keep].tolist()
 
 
 def check_gather_step(gather_step: Callable, dataset: Any, tokenizer: Any, boundaries: Sequence[int], *,
@@ -109,12 +55,11 @@ def check_gather_step(gather_step: Callable, dataset: Any, tokenizer: Any, bound
     """Over a topped-up last batch: exactly one prediction per row, in order, as host lists, and no new graph."""
     from tpu_helpers.banking77.buckets import BucketBatchSampler, BucketCollator, BucketedDataset
     from tpu_helpers.banking77.launch import reset_accelerate_state
+    from tpu_helpers.banking77.solutions import gather_step as reference
 
-    if len(dataset) > batches * batch_size - 5:
-        dataset = dataset.select(range(batches * batch_size - 5))
+    dataset = dataset.select(range(min(len(dataset), batches * batch_size - 5)))
     if len(dataset) % batch_size == 0:  # a last batch to top up, whatever the dataset's size: the cut is tested
         dataset = dataset.select(range(len(dataset) - 1))
-    lengths = [len(x) for x in dataset["input_ids"]]
     n_rows = len(dataset)
 
     def body() -> str:
@@ -125,11 +70,10 @@ def check_gather_step(gather_step: Callable, dataset: Any, tokenizer: Any, bound
         from torch.utils.data import DataLoader
 
         from tpu_helpers.xla_torch.counters import XlaCounters
+        from tpu_helpers.xla_torch.lesson_cells import keep_attention_masks_on_device, tiny_bert
 
         def run_loop(step, accelerator, model, loader):
-            preds: list = []
-            labels: list = []
-            seen = 0
+            preds, labels, seen = [], [], 0
             for batch in loader:
                 gc.collect()  # the same live tensors at every sync, in both loops: the same graphs
                 with torch.no_grad():
@@ -138,50 +82,40 @@ def check_gather_step(gather_step: Callable, dataset: Any, tokenizer: Any, bound
                                   what="gather_step(accelerator, preds, labels, seen, n_rows)")
                 assert isinstance(got, (tuple, list)) and len(got) == 2, (
                     f"gather_step returned {short(got)}: return two lists, (predictions, labels)")
-                p, r = got
-                p, r = list(np.asarray(p).reshape(-1)), list(np.asarray(r).reshape(-1))
-                assert len(p) == len(r), f"a batch gave {len(p)} predictions but {len(r)} labels"
-                preds += p
-                labels += r
-                seen += len(p)
+                p, r = (np.asarray(x).reshape(-1).tolist() for x in got)
+                preds, labels, seen = preds + p, labels + r, seen + len(p)
                 del logits, got
             gc.collect()
             return preds, labels
 
-        sampler = BucketBatchSampler(lengths, batch_size, boundaries, shuffle=False)
-        order = [int(i) for b in sampler.plan(0) for i in b.indices[:b.real_rows]]
+        sampler = BucketBatchSampler([len(x) for x in dataset["input_ids"]], batch_size, boundaries, shuffle=False)
         repeats = sampler.global_batch_size * len(sampler.plan(0)) - n_rows
         reset_accelerate_state()
+        keep_attention_masks_on_device()
         try:
             accelerator = Accelerator()
             loader = DataLoader(BucketedDataset(dataset), batch_sampler=sampler, collate_fn=BucketCollator(tokenizer))
-            model, loader = accelerator.prepare(_tiny_bert(len(tokenizer)), loader)
-            ref_p, _ = run_loop(_reference_step, accelerator, model, loader)  # compiles the model's graphs
+            model, loader = accelerator.prepare(tiny_bert(vocab_size=len(tokenizer), num_labels=77), loader)
+            ref = run_loop(reference, accelerator, model, loader)  # compiles the model's graphs
             with XlaCounters() as c:
                 preds, labels = run_loop(gather_step, accelerator, model, loader)
         finally:
             reset_accelerate_state()
-        extra = len(preds) - n_rows
-        if extra > 0:
+        if len(preds) > n_rows:
             raise AssertionError(
                 f"the loop got {len(preds)} predictions for {n_rows} test rows: the sampler topped up the last batch "
                 f"with {repeats} repeated rows to keep its shape, and they are still in. Keep only the rows still "
                 "due: min(len(batch), n_rows - seen). (On XLA, gather_for_metrics cannot be trusted to drop them: it "
                 "reads the loader's end-of-data flag, which the MpDeviceLoader's background thread sets ahead of "
                 "the loop. Here it kept the repeats; on a larger test set it cuts real rows instead.)")
-        assert extra == 0, (f"the loop got {len(preds)} predictions for {n_rows} test rows: {-extra} are missing. "
-                            "Keep every row of the full batches; cut only the rows beyond n_rows. Use "
-                            "accelerator.gather: on XLA, gather_for_metrics cuts every batch that the loader's "
-                            "background thread had queued when it reached the end, real rows included.")
-        want = [int(dataset[i]["labels"]) for i in order]
-        assert [int(x) for x in labels] == want, (
-            "the labels you returned are not the test rows' labels in the loader's order: keep the gathered rows "
-            "in order and cut from the end")
-        assert [int(x) for x in preds] == [int(x) for x in ref_p], "your predictions differ from the model's argmax"
         assert c.compilations == 0, (
             f"your gather step compiled {c.compilations} new graph(s) that the reference loop did not need: "
             "slicing or concatenating on the XLA device adds ops to the graph (a new graph for the cut batch). "
             "Copy the gathered tensors to the host first (.cpu()), then cut them there.")
+        assert ([int(x) for x in preds], [int(x) for x in labels]) == tuple([int(x) for x in r] for r in ref), (
+            f"the loop got {len(preds)} predictions for {n_rows} test rows: return every gathered row in the "
+            "loader's order (accelerator.gather, not gather_for_metrics), the model's argmax as it is, and cut only "
+            "the rows beyond n_rows")
         return (f"{len(preds)} predictions for {n_rows} test rows ({repeats} repeated rows of the topped-up last "
                 f"batch dropped), labels in the loader's order, and no new graph compiled "
                 f"({c.cache_hits} cache hits)")

@@ -1,24 +1,19 @@
-"""How to launch notebook 05's training function here (notebook 05, "Why two launchers?"; accelerate 1.15 launchers.py)."""
+"""How to launch notebook 05's training function here (its "Why two launchers?"; accelerate 1.15 launchers.py)."""
 from __future__ import annotations
 
 import os
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, MutableMapping
+from typing import Any, Mapping
 
 from tpu_helpers._compat import (
     accelerate_found_torch_xla,
     accelerate_state_exists,
-    reset_accelerate_state,  # re-exported: launch_training calls it after a run
+    reset_accelerate_state,  # noqa: F401  (re-exported: launch_training calls it after a run)
     xla_runtime_is_initialized,
 )
 from tpu_helpers.core.runtime import Runtime, detect_runtime
 from tpu_helpers.core.tpu_lock import held_problem, libtpu_lock_holder
-
-__all__ = ["LaunchError", "LaunchPlan", "plan_launch", "accelerate_sees_hosted_tpu", "prepare_environment",
-           "kernel_problems", "check_kernel", "reset_accelerate_state"]
-
-KINDS = ("hosted-tpu", "tpu-vm", "multi-gpu", "gpu", "xla-cpu", "cpu-processes")
 
 
 class LaunchError(RuntimeError):
@@ -27,7 +22,7 @@ class LaunchError(RuntimeError):
 
 @dataclass(frozen=True)
 class LaunchPlan:
-    kind: str  # one of KINDS
+    kind: str  # hosted-tpu, tpu-vm, multi-gpu, gpu, xla-cpu or cpu-processes
     launcher: str  # "accelerate.notebook_launcher" or "torch_xla.launch"
     num_processes: int  # processes on this host: one per TPU chip (PJRT), per GPU, or 1
     env: dict[str, str] = field(default_factory=dict)  # set before importing accelerate / transformers
@@ -52,27 +47,13 @@ class LaunchPlan:
                 f"mixed precision {self.mixed_precision}, env {env or '(none)'}; {self.reason}")
 
 
-def accelerate_sees_hosted_tpu(env: Mapping[str, str], ipython: Any = None) -> tuple[bool, bool]:
-    """notebook_launcher's own test (accelerate 1.15): (in Colab or Kaggle, would take the TPU branch)."""
-    in_kaggle = any(key.startswith("KAGGLE") for key in env)
-    in_colab = (not in_kaggle) and ipython is not None and "google.colab" in str(ipython)
-    hosted = in_kaggle or in_colab
-    return hosted, hosted and (env.get("TPU_NAME") is not None or env.get("PJRT_DEVICE", "") == "TPU")
-
-
-def _current_ipython() -> Any:
-    try:
-        return sys.modules["IPython"].get_ipython()
-    except Exception:  # IPython not imported, or no shell
-        return None
-
-
 def plan_launch(runtime: Runtime | None = None, *, env: Mapping[str, str] | None = None, ipython: Any = "auto",
                 num_processes: int | None = None) -> LaunchPlan:
     """Choose how to launch on this runtime. ``num_processes`` (optional) asks for a number of replicas."""
     env = dict(os.environ if env is None else env)
     runtime = runtime or detect_runtime(env)
-    ipython = _current_ipython() if ipython == "auto" else ipython
+    if ipython == "auto":  # IPython's shell, if this is a notebook
+        ipython = getattr(sys.modules.get("IPython"), "get_ipython", lambda: None)()
 
     if runtime.is_tpu_node:
         raise LaunchError(
@@ -84,113 +65,76 @@ def plan_launch(runtime: Runtime | None = None, *, env: Mapping[str, str] | None
         devices = runtime.devices or 1
         chips = runtime.chips or devices
         threads = max(1, devices // chips)  # PJRT: one process per chip, one thread per device in it
-        if num_processes not in (None, chips):
-            raise LaunchError(f"this TPU host has {chips} chip(s) with {devices} device(s), and PyTorch/XLA starts one "
-                              f"process per chip itself (one thread per device in it); num_processes={num_processes} "
-                              "cannot be honoured. Leave it unset.")
         tpu_env = {"PJRT_DEVICE": "TPU"}
         layout = f"{chips} process(es), one per chip, x {threads} thread(s), one per device: {devices} replicas"
-        _, takes_tpu_branch = accelerate_sees_hosted_tpu({**env, **tpu_env}, ipython)
-        if takes_tpu_branch:
-            return LaunchPlan("hosted-tpu", "accelerate.notebook_launcher", chips, tpu_env, "bf16", True,
-                              f"{runtime.describe()} notebook_launcher recognises Colab/Kaggle and, with "
-                              f"PJRT_DEVICE=TPU, calls xmp.spawn, which starts {layout} (it ignores num_processes).",
-                              threads)
-        return LaunchPlan("tpu-vm", "torch_xla.launch", chips, tpu_env, "bf16", True,
-                          f"{runtime.describe()} notebook_launcher has no TPU branch outside Colab/Kaggle, so "
-                          f"torch_xla.launch starts {layout}, each wrapped like notebook_launcher does (accelerate's "
-                          "PrepareForLaunch).", threads)
+        where = runtime.describe()
+        # notebook_launcher's own test (accelerate 1.15 launchers.py), PJRT_DEVICE=TPU being set by this plan
+        if any(key.startswith("KAGGLE") for key in env) or "google.colab" in str(ipython):
+            return LaunchPlan("hosted-tpu", "accelerate.notebook_launcher", chips, tpu_env, "bf16", True, f"{where} "
+                              f"notebook_launcher's xmp.spawn starts {layout} (it ignores num_processes).", threads)
+        return LaunchPlan("tpu-vm", "torch_xla.launch", chips, tpu_env, "bf16", True, f"{where} outside Colab/Kaggle "
+                          f"notebook_launcher has no TPU branch: torch_xla.launch starts {layout}.", threads)
 
     if runtime.kind == "gpu" and runtime.gpus >= 1:
         n = runtime.gpus if num_processes is None else num_processes
         if not 1 <= n <= runtime.gpus:
             raise LaunchError(f"num_processes={num_processes}: this machine has {runtime.gpus} GPU(s).")
         gpu_env = {"USE_TORCH_XLA": "0"}  # accelerate and transformers: plain CUDA, not PyTorch/XLA
-        if n > 1:
-            return LaunchPlan("multi-gpu", "accelerate.notebook_launcher", n, gpu_env, "fp16", True,
-                              f"{runtime.describe()} notebook_launcher forks one process per GPU (torch elastic).")
-        return LaunchPlan("gpu", "accelerate.notebook_launcher", 1, gpu_env, "fp16", False,
-                          f"{runtime.describe()} one GPU: notebook_launcher runs the function in this process.")
+        return LaunchPlan("multi-gpu" if n > 1 else "gpu", "accelerate.notebook_launcher", n, gpu_env, "fp16", n > 1,
+                          f"{runtime.describe()} notebook_launcher runs one process per GPU.")
 
-    if num_processes is not None and (isinstance(num_processes, bool) or not isinstance(num_processes, int)
-                                      or num_processes < 1):
-        raise LaunchError(f"num_processes={num_processes!r}: give a whole number of replicas, 1 or more.")
     if num_processes is not None and num_processes > 1:
         return LaunchPlan("cpu-processes", "accelerate.debug_launcher", num_processes,
-                          {"USE_TORCH_XLA": "0", "OMP_NUM_THREADS": "1"}, "no",
-                          True, f"{runtime.describe()} the rehearsal of {num_processes} TPU replicas: "
-                          f"accelerate.debug_launcher forks {num_processes} CPU processes that train together over "
-                          "gloo, with Accelerate's sharding and gather, and without XLA (several XLA:CPU processes "
-                          "stop in their first all-reduce).")
+                          {"USE_TORCH_XLA": "0", "OMP_NUM_THREADS": "1"}, "no", True,
+                          f"{runtime.describe()} {num_processes} TPU replicas rehearsed as CPU processes over gloo, "
+                          "without XLA (several XLA:CPU processes stop in their first all-reduce).")
     return LaunchPlan("xla-cpu", "accelerate.notebook_launcher", 1, {"PJRT_DEVICE": "CPU", "CPU_NUM_DEVICES": "1"},
                       "no", False, f"{runtime.describe()} one XLA:CPU device; notebook_launcher(num_processes=1) "
                       "runs the function in this process.")
 
 
-def prepare_environment(plan: LaunchPlan, environ: MutableMapping[str, str] | None = None,
-                        modules: Mapping[str, Any] | None = None) -> dict[str, str]:
+def prepare_environment(plan: LaunchPlan) -> None:
     """Set the plan's environment variables. Call it before importing accelerate or transformers."""
-    environ = os.environ if environ is None else environ
-    modules = sys.modules if modules is None else modules
-    if plan.env.get("USE_TORCH_XLA") == "0" and "accelerate" in modules:
-        imports = modules.get("accelerate.utils.imports")
+    if plan.env.get("USE_TORCH_XLA") == "0" and "accelerate" in sys.modules:
+        imports = sys.modules.get("accelerate.utils.imports")
         if imports is not None and accelerate_found_torch_xla(imports):
             instead = "plain CPU processes" if plan.kind == "cpu-processes" else "CUDA"
             raise LaunchError("accelerate was imported before USE_TORCH_XLA=0 was set, so it will train on "
                               f"PyTorch/XLA instead of {instead}. Restart the kernel and call "
                               "launch.prepare_environment(plan) before importing accelerate or transformers.")
-    environ.update(plan.env)
-    if plan.kind == "cpu-processes" and environ is os.environ and "torch" in modules:
+    os.environ.update(plan.env)
+    if plan.kind == "cpu-processes" and "torch" in sys.modules:
         # forked children inherit an OpenMP pool without its threads and hang at its barrier: one thread each
-        modules["torch"].set_num_threads(1)
-    return dict(plan.env)
+        sys.modules["torch"].set_num_threads(1)
 
 
-def _xla_runtime_started(modules: Mapping[str, Any]) -> bool:
-    return modules.get("torch_xla") is not None and xla_runtime_is_initialized(modules["torch_xla"])
-
-
-def _cuda_started(modules: Mapping[str, Any]) -> bool:
-    torch = modules.get("torch")
-    try:
-        return bool(torch is not None and torch.cuda.is_initialized())
-    except AttributeError:
-        return False
-
-
-def _accelerator_exists(modules: Mapping[str, Any]) -> bool:
-    return modules.get("accelerate.state") is not None and accelerate_state_exists(modules["accelerate.state"])
-
-
-def kernel_problems(plan: LaunchPlan, modules: Mapping[str, Any] | None = None,
-                    lock_holder: Callable[[], int | None] = libtpu_lock_holder) -> list[str]:
+def kernel_problems(plan: LaunchPlan) -> list[str]:
     """What in this kernel would break the launch (empty when it is clean)."""
-    modules = sys.modules if modules is None else modules
-    problems = []
-    held = held_problem(lock_holder) if plan.kind in ("hosted-tpu", "tpu-vm") else None
+    modules, problems = sys.modules, []
+    held = held_problem(libtpu_lock_holder) if plan.kind in ("hosted-tpu", "tpu-vm") else None
     if held:
         problems.append(held)
-    if _accelerator_exists(modules):
+    if modules.get("accelerate.state") is not None and accelerate_state_exists(modules["accelerate.state"]):
         problems.append(
             "an Accelerator (or accelerate PartialState) already exists in this kernel. The training function "
             "must create the only one, in each replica, after the launcher has set the replica up; settings of an "
             "earlier one (mixed precision, device) would win silently or clash.")
-    if plan.forks and plan.kind in ("hosted-tpu", "tpu-vm") and _xla_runtime_started(modules):
+    xla = modules.get("torch_xla")
+    if plan.forks and plan.kind in ("hosted-tpu", "tpu-vm") and xla is not None and xla_runtime_is_initialized(xla):
         problems.append(
             "the XLA device was already used in this kernel (the PyTorch/XLA runtime is initialised), and only one "
             "process can hold a TPU: the forked replicas could not open it. Don't create tensors on the XLA device "
             "(torch_xla.device(), xm.xla_device(), model.to(...)) before launching.")
-    if plan.forks and plan.kind == "multi-gpu" and _cuda_started(modules):
+    torch = modules.get("torch")
+    if plan.forks and plan.kind == "multi-gpu" and torch is not None and torch.cuda.is_initialized():
         problems.append("CUDA was already initialised in this kernel, and forked processes cannot re-initialise it. "
                         "Don't move tensors or models to the GPU before launching.")
     return problems
 
 
-def check_kernel(plan: LaunchPlan, modules: Mapping[str, Any] | None = None,
-                 lock_holder: Callable[[], int | None] = libtpu_lock_holder) -> None:
+def check_kernel(plan: LaunchPlan) -> None:
     """Raise `LaunchError` with the fix when `kernel_problems` finds anything."""
-    problems = kernel_problems(plan, modules, lock_holder)
-    if problems:
+    if problems := kernel_problems(plan):
         raise LaunchError("cannot launch the training from this kernel: " + " Also: ".join(problems)
                           + " Restart the kernel (Colab: Runtime > Restart session; Kaggle: Run > Restart) and run "
                             "the notebook from the top.")

@@ -7,9 +7,6 @@ from typing import Any, Iterable, Sequence
 
 from tpu_helpers.core import digests
 
-__all__ = ["ReplicaMismatchError", "batch_plan", "plan_problems", "gather_plans", "planned_steps",
-           "check_plans_agree", "wait_for_all", "weights_digest", "gather_rows"]
-
 
 class ReplicaMismatchError(ValueError):
     """The replicas do not plan (or did not do) the same training; the message names the replicas."""
@@ -29,20 +26,17 @@ def batch_plan(batches: Iterable[Sequence[Any]]) -> list[tuple[int, int]]:
 def plan_problems(plans: Sequence[Sequence[tuple[int, int]]]) -> list[str]:
     """What differs from replica 0's plan (``(rows, padded_length)`` per step), naming the replica; empty if nothing."""
     problems = []
-    ref = list(map(tuple, plans[0]))
+    ref = [tuple(s) for s in plans[0]]
     for r, plan in enumerate(plans[1:], start=1):
-        plan = list(map(tuple, plan))
-        if len(plan) != len(ref):
-            more = len(plan) > len(ref)
-            problems.append(
-                f"replica {r} plans {len(plan)} steps, replica 0 plans {len(ref)}: replica "
-                f"{r if more else 0} would wait forever in the all-reduce of a step the other does not take")
-            continue
+        plan = [tuple(s) for s in plan]
         diff = [k for k, (a, b) in enumerate(zip(ref, plan)) if a != b]
-        if diff:
-            k = diff[0]
+        if len(plan) != len(ref):
+            problems.append(f"replica {r} plans {len(plan)} steps, replica 0 plans {len(ref)}: replica "
+                            f"{r if len(plan) > len(ref) else 0} would wait forever in the all-reduce of a step the "
+                            "other does not take")
+        elif diff:
             problems.append(f"replica {r} has another batch shape than replica 0 at {len(diff)} step(s), first at "
-                            f"step {k}: {plan[k]} vs {ref[k]} (rows, padded length)")
+                            f"step {diff[0]}: {plan[diff[0]]} vs {ref[diff[0]]} (rows, padded length)")
     return problems
 
 
@@ -60,31 +54,21 @@ def gather_plans(mine: Sequence[tuple[int, int]], all_gather) -> list[list[tuple
 
 def planned_steps(batch_sampler: Any, epochs: int, steps_per_epoch: int) -> list[tuple[int, int]]:
     """`batch_plan` of every epoch of the unsharded batch sampler (only the step count without ``set_epoch``)."""
-    set_epoch = getattr(batch_sampler, "set_epoch", None)
-    if set_epoch is None:
+    if not hasattr(batch_sampler, "set_epoch"):
         return [(0, 0)] * (epochs * steps_per_epoch)
     plan = []
     for epoch in range(epochs):
-        set_epoch(epoch)
+        batch_sampler.set_epoch(epoch)
         plan += batch_plan(batch_sampler)
-    set_epoch(0)
+    batch_sampler.set_epoch(0)
     return plan
-
-
-def _on_gloo() -> bool:
-    import torch.distributed as dist
-
-    return dist.is_available() and dist.is_initialized() and dist.get_backend() == "gloo"
 
 
 def check_plans_agree(accelerator: Any, plan: Sequence[tuple[int, int]], timeout_s: float) -> None:
     """Raise `ReplicaMismatchError` on every replica if their plans differ (on gloo: or one is late)."""
-    if accelerator.num_processes == 1:
-        return
     wait_for_all(accelerator, "the start of training", timeout_s)
     plans = gather_plans(plan, lambda t: accelerator.gather(t.to(accelerator.device)).cpu())
-    problems = plan_problems(plans)
-    if problems:
+    if problems := plan_problems(plans):
         raise ReplicaMismatchError(
             f"replica {accelerator.process_index}: the replicas do not plan the same training: " + "; ".join(problems)
             + ". Every process must build the same sampler (same data, seed and bucket boundaries) and take its "
@@ -93,10 +77,10 @@ def check_plans_agree(accelerator: Any, plan: Sequence[tuple[int, int]], timeout
 
 def wait_for_all(accelerator: Any, where: str, timeout_s: float) -> None:
     """On gloo only: a ``monitored_barrier``; replica 0 raises `ReplicaMismatchError` naming the late replicas."""
-    if accelerator.num_processes == 1 or not _on_gloo():
-        return
     import torch.distributed as dist
 
+    if not (dist.is_available() and dist.is_initialized() and dist.get_backend() == "gloo"):
+        return
     try:
         dist.monitored_barrier(timeout=timedelta(seconds=timeout_s), wait_all_ranks=True)
     except RuntimeError as error:  # replica 0 names the missing ranks

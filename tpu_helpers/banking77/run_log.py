@@ -11,8 +11,7 @@ from typing import Any
 from tpu_helpers.banking77.config import TrainConfig
 from tpu_helpers.banking77.loaders import Loaders
 from tpu_helpers.core.tables import format_table
-
-__all__ = ["EpochStats", "TrainReport", "RunLog"]
+from tpu_helpers.xla_torch.counters import XlaCounters, snapshot  # reads torch_xla's metrics only when called
 
 
 @dataclass
@@ -20,14 +19,11 @@ class EpochStats:
     epoch: int
     loss: float  # mean training loss of the epoch (all replicas)
     f1: float  # weighted F1 on the evaluation split (scikit-learn's f1_score(average="weighted"))
-    accuracy: float
     train_samples: int  # samples trained on this epoch, all replicas together
     train_seconds: float
     samples_per_second: float
-    eval_seconds: float
     train_xla: dict[str, Any] | None  # XlaCounters of the training loop (None off XLA)
     eval_xla: dict[str, Any] | None
-    compilations_total: int | None  # UncachedCompile counter after this epoch (this process, cumulative)
     train_tokens: dict[str, Any] = field(default_factory=dict)  # real_tokens, computed_tokens, shapes (this replica)
     eval_tokens: dict[str, Any] = field(default_factory=dict)
 
@@ -49,22 +45,14 @@ class TrainReport:
     steps_per_epoch: int
     eval_samples: int
     pid: int  # the process that trained and wrote this report (the main replica)
-    compilations_before: int | None  # UncachedCompile counter when training started
+    compilations: int | None  # graphs compiled by the whole run, training and evaluation (None off XLA)
     predictions: list[int] = field(default_factory=list)  # last epoch, gathered from all replicas, dataset order
     references: list[int] = field(default_factory=list)
     padding: str = "max_length"
     boundaries: list[int] | None = None
-    compilations_after: int | None = None  # UncachedCompile counter when training and evaluation were done
     # several replicas: what each one did, gathered at the end (one entry per replica, replica 0 first)
     replica_weights: list[int] = field(default_factory=list)  # `replicas.weights_digest` of its model after training
     replica_steps: list[list[list[int]]] = field(default_factory=list)  # [rows, padded length] of each training step
-
-    @property
-    def compilations(self) -> int | None:
-        """Graphs compiled by the whole run, training and evaluation of every epoch (None off XLA)."""
-        if self.compilations_before is None or self.compilations_after is None:
-            return None
-        return self.compilations_after - self.compilations_before
 
     @property
     def tokens_per_real_token(self) -> float:
@@ -79,14 +67,11 @@ class TrainReport:
         return sorted({s for e in self.epochs for s in getattr(e, key).get("shapes", {})},
                       key=lambda s: tuple(int(x) for x in s.split("x")))
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
     def save(self, path: str | os.PathLike[str]) -> Path:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(self.to_dict()))
+        tmp.write_text(json.dumps(asdict(self)))
         os.replace(tmp, path)  # atomic: a reader never sees half a report
         return path
 
@@ -106,7 +91,6 @@ class TrainReport:
                 "samples/s": f"{e.samples_per_second:.1f}", "train s": f"{e.train_seconds:.2f}",
                 "tok/real": f"{e.tokens_per_real_token:.2f}",
                 "compiles": (tx.get("compilations", 0) + ex.get("compilations", 0)) if e.train_xla is not None else "-",
-                "total": "-" if e.compilations_total is None else e.compilations_total,
                 "syncs": tx.get("syncs", "-"), "fallbacks": tx.get("fallbacks", {}) or "{}"})
         return format_table(rows)
 
@@ -119,8 +103,7 @@ class RunLog:
 
         self.accelerator, self.config, self.loaders = accelerator, config, loaders
         self.steps_per_epoch = steps_per_epoch
-        self.n_proc = accelerator.num_processes
-        self.main = accelerator.is_main_process
+        self.n_proc, self.main = accelerator.num_processes, accelerator.is_main_process
         self.on_xla = accelerator.distributed_type == DistributedType.XLA
         if self.n_proc > 1:  # before the first step: do all replicas plan the same batches? (`replicas`)
             from tpu_helpers.banking77.replicas import check_plans_agree, planned_steps
@@ -130,31 +113,17 @@ class RunLog:
         self.compilations_before = self._compilations()
         self.step_shapes: list[list[int]] = []  # [rows, padded length] of each training step of this replica
         self.epochs: list[EpochStats] = []
-        self.predictions: list[int] = []
-        self.references: list[int] = []
-        self._loss_read = 0.0
-        self.epoch = 1
-        self._start_epoch()
-
-    def _compilations(self) -> int | None:
-        if not self.on_xla:
-            return None
-        from tpu_helpers.xla_torch.counters import snapshot
-
-        return snapshot().counter("UncachedCompile")
-
-    def _start_counters(self):  # XLA counters (None off XLA), then the timer
-        counters = None
-        if self.on_xla:
-            from tpu_helpers.xla_torch.counters import XlaCounters
-
-            counters = XlaCounters().__enter__()
-        self._start = time.perf_counter()
-        return counters
-
-    def _start_epoch(self) -> None:
+        self.predictions, self.references, self._loss_read, self.epoch = [], [], 0.0, 1
         self.loaders.train_collate.reset()
         self._counters = self._start_counters()
+
+    def _compilations(self) -> int | None:  # UncachedCompile so far (None off XLA)
+        return snapshot().counter("UncachedCompile") if self.on_xla else None
+
+    def _start_counters(self):  # XLA counters (None off XLA), then the timer
+        counters = XlaCounters().__enter__() if self.on_xla else None
+        self._start = time.perf_counter()
+        return counters
 
     def end_training(self, loss_sum) -> None:
         """After the epoch's last step: read the summed loss (once), then time the evaluation apart."""
@@ -162,8 +131,7 @@ class RunLog:
             from tpu_helpers.banking77.replicas import wait_for_all
 
             wait_for_all(self.accelerator, f"the end of epoch {self.epoch}'s training", self.config.replica_timeout_s)
-        summed = self.accelerator.reduce(loss_sum, reduction="sum") if self.n_proc > 1 else loss_sum
-        total = float(summed.item())
+        total = float((self.accelerator.reduce(loss_sum, reduction="sum") if self.n_proc > 1 else loss_sum).item())
         self._mean_loss = (total - self._loss_read) / (self.steps_per_epoch * self.n_proc)
         self._loss_read = total
         self._train_seconds = time.perf_counter() - self._start
@@ -184,45 +152,41 @@ class RunLog:
             back = np.argsort(np.asarray(self.loaders.eval_order))
             preds, refs = preds[back], refs[back]
         self.predictions, self.references = preds.tolist(), refs.tolist()
-        eval_seconds = time.perf_counter() - self._start
-        eval_xla = self._counters.update().as_dict() if self._counters else None
         samples = self.steps_per_epoch * self.config.batch_size * self.n_proc
         stats = EpochStats(
             epoch=self.epoch, loss=self._mean_loss, f1=weighted_f1(self.predictions, self.references),
-            accuracy=float(np.mean(preds == refs)) if len(refs) else 0.0, train_samples=samples,
-            train_seconds=self._train_seconds, samples_per_second=samples / self._train_seconds,
-            eval_seconds=eval_seconds, train_xla=self._train_xla, eval_xla=eval_xla,
-            compilations_total=self._compilations(), train_tokens=self._train_tokens,
-            eval_tokens=self.loaders.eval_collate.stats())
+            train_samples=samples, train_seconds=self._train_seconds, samples_per_second=samples / self._train_seconds,
+            train_xla=self._train_xla, eval_xla=self._counters.update().as_dict() if self._counters else None,
+            train_tokens=self._train_tokens, eval_tokens=self.loaders.eval_collate.stats())
         self.epochs.append(stats)
         if self.main and self.config.progress:
             print(f"epoch {stats.epoch}: loss {stats.loss:.4f}  {stats.samples_per_second:.1f} samples/s  "
                   f"{stats.tokens_per_real_token:.2f} tokens per real token  ({stats.train_seconds:.1f} s training)")
         self.epoch += 1
-        self._start_epoch()
+        self.loaders.train_collate.reset()
+        self._counters = self._start_counters()
         return stats
 
     def report(self, model=None) -> TrainReport | None:
-        """The report on the main process (also saved to ``config.report_path``), None elsewhere; every replica calls it."""
+        """The report on the main process (also saved to ``config.report_path``), else None; every replica calls it."""
         from tpu_helpers.banking77.replicas import gather_rows, weights_digest
 
         acc, config = self.accelerator, self.config
-        compilations_after = self._compilations()  # the report's own gathers below are not the training's graphs
+        after = self._compilations()  # the report's own gathers below are not the training's graphs
+        compilations = None if after is None else after - self.compilations_before
         replica_steps = gather_rows(acc, self.step_shapes) if self.n_proc > 1 else [self.step_shapes]
-        replica_weights = []
-        if model is not None:
-            digest = weights_digest(acc.unwrap_model(model))
-            replica_weights = [rows[0][0] for rows in gather_rows(acc, [[digest]])]
+        replica_weights = [rows[0][0] for rows in gather_rows(acc, [[weights_digest(acc.unwrap_model(model))]])] \
+            if model is not None else []
         if not self.main:
             return None
         report = TrainReport(
             epochs=self.epochs, device=str(acc.device), distributed_type=str(acc.distributed_type.value),
             num_processes=self.n_proc, mixed_precision=config.mixed_precision, batch_size=config.batch_size,
             global_batch_size=config.batch_size * self.n_proc, steps_per_epoch=self.steps_per_epoch,
-            eval_samples=len(self.references), pid=os.getpid(), compilations_before=self.compilations_before,
+            eval_samples=len(self.references), pid=os.getpid(), compilations=compilations,
             predictions=self.predictions, references=self.references, padding=config.padding,
             boundaries=list(config.boundaries) if config.boundaries else None,
-            compilations_after=compilations_after, replica_weights=replica_weights, replica_steps=replica_steps)
+            replica_weights=replica_weights, replica_steps=replica_steps)
         if config.report_path:
             report.save(config.report_path)
         return report

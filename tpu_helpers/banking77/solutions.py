@@ -5,8 +5,7 @@ from typing import Any, Callable, Sequence
 
 
 def make_collate(tokenizer: Any) -> Callable[[Sequence[tuple[dict, int]]], dict]:
-    """A collate function that pads every batch to the length its bucket sampler chose, with the tokenizer's own
-    padding (``DataCollatorWithPadding``, padding="max_length"): one shape per bucket, on every replica."""
+    """A collate that pads every batch to the length its bucket sampler chose: one shape per bucket."""
     from transformers import DataCollatorWithPadding
 
     def collate(items):
@@ -18,7 +17,7 @@ def make_collate(tokenizer: Any) -> Callable[[Sequence[tuple[dict, int]]], dict]
 
 
 def gather_step(accelerator: Any, preds: Any, labels: Any, seen: int, n_rows: int) -> tuple[list[int], list[int]]:
-    """Gather the batch from every replica (not ``gather_for_metrics``: notebook 05), then cut the repeats on the host."""
+    """Gather the batch from every replica (not ``gather_for_metrics``), then cut the repeats on the host."""
     preds, labels = accelerator.gather((preds, labels))
     keep = max(0, min(len(preds), n_rows - seen))
     return preds.cpu()[:keep].tolist(), labels.cpu()[:keep].tolist()

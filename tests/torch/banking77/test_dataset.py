@@ -31,7 +31,7 @@ def test_synthetic_has_the_banking77_schema_and_says_it_is_synthetic(synthetic):
     assert ds["train"].column_names == ["text", "label"]
     assert synthetic.num_labels == 77 and synthetic.label_names == list(BANKING77_LABELS)
     assert sorted(set(ds["test"]["label"])) == list(range(77))  # every intent in the test split
-    assert synthetic.synthetic and "SYNTHETIC" in synthetic.describe()
+    assert synthetic.source == "synthetic" and "SYNTHETIC" in synthetic.describe()
     assert ds["train"].info.description.startswith("SYNTHETIC")
     assert synthetic.id2label[11] == "card_arrival" and synthetic.label2id["card_arrival"] == 11
 
@@ -46,8 +46,6 @@ def test_synthetic_is_deterministic_and_learnable_by_its_words(synthetic):
         words = BANKING77_LABELS[label].lower().rstrip("?").split("_")
         hits += sum(w in re.findall(r"[a-z]+", text) for w in words) >= len(words) - 1
     assert hits == len(synthetic.dataset["train"])
-    with pytest.raises(Banking77Error):
-        dataset.make_synthetic(0, 1)
 
 
 def test_hub_loader_reads_a_local_copy_of_the_parquet_branch(synthetic, tmp_path):
@@ -55,7 +53,7 @@ def test_hub_loader_reads_a_local_copy_of_the_parquet_branch(synthetic, tmp_path
     assert (tmp_path / "default" / "train" / "0000.parquet").is_file()
     assert (tmp_path / "default" / "test" / "0000.parquet").is_file()
     data = dataset.load_banking77("hub", repo=str(tmp_path))
-    assert data.source == "hub" and not data.synthetic
+    assert data.source == "hub"
     assert data.label_names == list(BANKING77_LABELS)  # the ClassLabel names travel in the parquet schema
     assert data.dataset["train"]["text"] == synthetic.dataset["train"]["text"]
     assert data.dataset["test"]["label"] == synthetic.dataset["test"]["label"]
@@ -100,9 +98,6 @@ def test_bad_csv_folders_get_clear_errors(tmp_path):
     (tmp_path / "test.csv").write_text("text,category\nho,y\n")
     with pytest.raises(Banking77Error, match="never uses"):
         dataset.load_csv_dir(tmp_path)
-    (tmp_path / "test.csv").write_text("text,category\n")
-    with pytest.raises(Banking77Error, match="header but no rows"):
-        dataset.load_csv_dir(tmp_path)
     with pytest.raises(Banking77Error, match="CSV_DIR"):
         dataset.load_banking77("csv")
     with pytest.raises(Banking77Error, match="unknown data source"):
@@ -146,8 +141,6 @@ def test_tiny_model_takes_its_labels_from_the_dataset(synthetic):
     assert (cfg.num_labels, cfg.hidden_size, cfg.num_hidden_layers, cfg.num_attention_heads) == (77, 64, 2, 2)
     assert cfg.id2label == synthetic.id2label and cfg.label2id == synthetic.label2id
     assert cfg._attn_implementation == "eager"
-    with pytest.raises(Banking77Error, match="vocab_size"):
-        dataset.make_model("tiny", synthetic)
 
 
 def test_unloadable_hub_model_suggests_the_tiny_one(synthetic, monkeypatch):
@@ -172,33 +165,12 @@ def test_tokenize_without_padding_keeps_each_querys_length_for_the_buckets(synth
     assert [len(x) for x in enc["train"]["input_ids"]] == lengths  # truncated at 16, never padded
     assert enc["train"].column_names == ["input_ids", "token_type_ids", "attention_mask", "labels"]
     assert isinstance(enc["train"][0]["input_ids"], list)  # plain lists: the collator pads them per batch
-    with pytest.raises(Banking77Error, match="padding="):
-        dataset.tokenize(synthetic.dataset, tok, 16, padding="longest")
 
 
-def test_nonsense_lengths_and_empty_tokenizer_input_are_clear_errors(synthetic):
-    with pytest.raises(Banking77Error, match="max_length=0"):
-        dataset.length_summary([3, 5], 0)
-    with pytest.raises(Banking77Error, match="no texts to train the tokenizer"):
-        dataset.load_tokenizer("tiny", [])
-    with pytest.raises(Banking77Error, match="no texts to train the tokenizer"):
-        dataset.train_wordpiece_tokenizer(["", "  "])
-    tok = dataset.load_tokenizer("tiny", synthetic.dataset["train"]["text"], vocab_size=300)
-    for bad in (0, 1, 2.5):
-        with pytest.raises(Banking77Error, match="max_length="):
-            dataset.tokenize(synthetic.dataset, tok, bad)
-
-
-def test_csvs_from_spreadsheets_load_or_say_what_is_wrong(tmp_path):
+def test_a_csv_from_a_spreadsheet_loads(tmp_path):
     (tmp_path / "train.csv").write_bytes("\ufefftext,category\nmy card,card_arrival\n".encode("utf-8"))  # Excel's BOM
     (tmp_path / "test.csv").write_text("text,category\nwhere is it,card_arrival\n", encoding="utf-8")
     assert dataset.load_csv_dir(tmp_path)["train"]["text"] == ["my card"]
-    (tmp_path / "test.csv").write_bytes("text,category\ncaf\xe9 payment,card_arrival\n".encode("latin-1"))
-    with pytest.raises(Banking77Error, match=r"test.csv is not UTF-8"):
-        dataset.load_csv_dir(tmp_path)
-    (tmp_path / "test.csv").write_text("text,category\nwhere is it,card_arrival\nno intent here,\n", encoding="utf-8")
-    with pytest.raises(Banking77Error, match=r"test.csv: line\(s\) \[3\] have no category"):
-        dataset.load_csv_dir(tmp_path)
 
 
 @pytest.mark.parametrize("call", ["dataset.load_tokenizer('bert-base-uncased')", "dataset.load_banking77('hub')"])

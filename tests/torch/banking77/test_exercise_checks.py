@@ -126,12 +126,3 @@ def test_gather_check_leaves_no_accelerator_behind(data):
     result = nb05.check_gather_step(skeleton, enc["test"], tok, bounds)
     assert not result.passed and not result.attempted
     assert launch.kernel_problems(launch.plan_launch(Runtime("cpu", "local"), env={}, ipython=None)) == []
-
-
-def test_collate_check_can_leave_the_xla_device_alone(data):
-    from tpu_helpers.banking77 import exercise_checks as nb05
-    from tpu_helpers.banking77 import solutions as solution
-
-    _, tok, enc, bounds = data
-    result = nb05.check_collate(solution.make_collate, enc["train"], tok, bounds, on_xla=False)
-    assert result.passed and "on the CPU" in result.message, result.message
