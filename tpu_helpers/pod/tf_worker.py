@@ -5,7 +5,6 @@ import argparse
 import json
 import os
 import shutil
-import sys
 import tempfile
 import time
 from typing import Any, Sequence
@@ -13,7 +12,7 @@ from typing import Any, Sequence
 from tpu_helpers.core import digests
 from tpu_helpers.core.files import write_json_atomic
 from tpu_helpers.core.frameworks import import_tensorflow, use_framework
-from tpu_helpers.pod.hosts import LOST_HOST_EXIT
+from tpu_helpers.pod.hosts import lost_host
 from tpu_helpers.pod.lesson_cells import make_dataset_fn, make_strategy, make_train_step  # notebook 08's cell
 
 
@@ -24,7 +23,7 @@ def weights_digest(variables: Sequence[Any]) -> int:
 
 def train(job: dict[str, Any], strategy, *, steps: int, report_dir: str | None, sleep_s: float = 0.0,
           with_source: bool | None = None) -> dict:
-    """Train `steps` global steps; return this host's evidence. `with_source`: shard names ride along (None: off a TPU)."""
+    """Train `steps` global steps and return this host's evidence; `with_source`: shard names ride along."""
     tf = import_tensorflow()
     import tf_keras as keras
     from transformers import RobertaConfig, TFAutoModelForMaskedLM
@@ -127,14 +126,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         train(job, strategy, steps=args.steps or int(job["steps"]), report_dir=args.report, sleep_s=args.sleep)
     except (tf.errors.UnavailableError, tf.errors.DeadlineExceededError, tf.errors.CancelledError,
             tf.errors.InternalError, tf.errors.AbortedError) as error:
-        lines = [ln.strip() for ln in (error.message or str(error)).splitlines() if ln.strip()]
-        telling = [ln for ln in lines if any(w in ln.lower() for w in ("peer", "unavailable", "deadline", "timed out",
-                                                                      "connection", "timeout"))]
-        first = (telling or lines or [""])[0][:300]
-        print(f"LOST HOST: this worker's all-reduce failed, another host of the job stopped answering "
-              f"({type(error).__name__}: {first}). Every host must run to the end; restart the whole job from its "
-              "last checkpoint.", file=sys.stderr, flush=True)
-        return LOST_HOST_EXIT
+        return lost_host(f"TensorFlow worker (pid {os.getpid()})", error)
     return 0
 
 
