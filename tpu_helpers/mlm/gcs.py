@@ -81,19 +81,18 @@ def _gcs_unreachable(env: Mapping[str, str], timeout: float = 5.0) -> str | None
 
 
 def _login_hint(runtime: Runtime) -> str:
-    if runtime.platform == "colab":
-        return ("on Colab run `from google.colab import auth; auth.authenticate_user()` in a cell, and use a bucket "
-                "your Google account can write")
-    if runtime.platform == "kaggle":
-        return ("on Kaggle attach Google Cloud Services (Add-ons > Google Cloud Services) and call "
-                "`from kaggle_secrets import UserSecretsClient; UserSecretsClient().set_gcloud_credentials(project=...)`")
-    if runtime.is_tpu_vm:
-        return ("on a Cloud TPU VM the VM's service account is used: create the TPU with a service account and the "
-                "cloud-platform scope (gcloud ... --service-account=... --scopes=cloud-platform), "
-                "or run `gcloud auth application-default login`")
+    """How to log in on this runtime (Colab, Kaggle, a Cloud TPU VM, elsewhere)."""
+    if runtime.platform in ("colab", "kaggle"):
+        return {"colab": "on Colab run `from google.colab import auth; auth.authenticate_user()` in a cell, and use a "
+                         "bucket your Google account can write",
+                "kaggle": "on Kaggle attach Google Cloud Services (Add-ons > Google Cloud Services) and call `from "
+                          "kaggle_secrets import UserSecretsClient; UserSecretsClient().set_gcloud_credentials("
+                          "project=...)`"}[runtime.platform]
     return ("run `gcloud auth application-default login`, or set GOOGLE_APPLICATION_CREDENTIALS to a service-account "
-            "key file; to practise without Google Cloud, start the local emulator: "
-            "`from tpu_helpers.gcs_emulator import LocalGCS; LocalGCS().start()`")
+            "key file" + ("; on a Cloud TPU VM the VM's service account is used: create the TPU with one and the "
+                          "cloud-platform scope (gcloud ... --service-account=... --scopes=cloud-platform)"
+                          if runtime.is_tpu_vm else "; to practise without Google Cloud, start the local emulator: "
+                          "`from tpu_helpers.gcs_emulator import LocalGCS; LocalGCS().start()`"))
 
 
 def find_credentials(env: Mapping[str, str] | None = None, *, home: str | os.PathLike[str] | None = None,
