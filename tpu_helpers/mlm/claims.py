@@ -7,7 +7,6 @@ import numpy as np
 
 # from this many training blocks (steps x global batch) up every measured run read the context (docs/benchmarks.md)
 CONTEXT_BLOCKS_MEASURED = 96_000
-MEASURED_ON = "1.1 MB of English text with the cpu profile's model and 32-token blocks (docs/benchmarks.md)"
 
 
 def unigram_entropy(blocks: np.ndarray, special_ids: Sequence[int]) -> float:
@@ -33,10 +32,11 @@ def frequency_only_note(total_steps: int, global_batch: int, block_size: int, *,
         return None
     steps = -(-CONTEXT_BLOCKS_MEASURED // global_batch)
     return (f"this run trains on {blocks:,} blocks of {block_size} tokens: at this size the model learns the token "
-            f"frequencies (and to copy the tokens the masking leaves unchanged), not the context. Measured on "
-            f"{MEASURED_ON}: every run read the context from {CONTEXT_BLOCKS_MEASURED:,} blocks up, and runs of "
-            f"32,000 blocks of 128 tokens did not. A real result needs MAX_STEPS of at least {steps:,} at this "
-            f"global batch (and EPOCHS high enough), with short blocks (BLOCK_SIZE 32) on a CPU.")
+            f"frequencies (and to copy the tokens the masking leaves unchanged), not the context. Measured on 1.1 MB "
+            f"of English text with the cpu profile's model and 32-token blocks (docs/benchmarks.md): every run read "
+            f"the context from {CONTEXT_BLOCKS_MEASURED:,} blocks up, and runs of 32,000 blocks of 128 tokens did not. "
+            f"A real result needs MAX_STEPS of at least {steps:,} at this global batch (and EPOCHS high enough), with "
+            "short blocks (BLOCK_SIZE 32) on a CPU.")
 
 
 def distinct_top_guesses(results: Sequence[Sequence[dict[str, Any]]]) -> int:

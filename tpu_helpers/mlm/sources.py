@@ -5,7 +5,6 @@ import codecs
 import dataclasses
 import os
 import posixpath
-import re
 from pathlib import Path
 from typing import Any
 
@@ -14,8 +13,6 @@ from tpu_helpers.core.hub import hub_access, pinned_revision
 from tpu_helpers.mlm.gcs import split_gcs_path
 
 BUILTIN = ("auto", "wikitext", "python-docs", "offline")
-# NAME, NAME:CONFIG, NAME:CONFIG:COLUMN or NAME::COLUMN; NAME may be owner/name (a Hub repo id)
-_HUB_SPEC = re.compile(r"^(?P<name>[\w.-]+(?:/[\w.-]+)?)(?::(?P<config>[\w.-]*))?(?::(?P<column>[\w.-]+))?$")
 
 
 @dataclasses.dataclass
@@ -56,20 +53,17 @@ def parse_corpus_source(value: str | os.PathLike[str]) -> CorpusSource:
     if text[:3].lower() == "gs:":
         split_gcs_path(text)  # ValueError for gs:/x, GS://x or a bad bucket name
         return CorpusSource("gcs", text.rstrip("/"))
-    explicit_hub = text.lower().startswith("hf:")
-    if not explicit_hub and Path(text).expanduser().exists():
+    hub = text.lower().startswith("hf:")
+    if not hub and Path(text).expanduser().exists():
         return CorpusSource("local", str(Path(text).expanduser()))
     parts = text[3:].split(":")
-    if explicit_hub and len(parts) <= 3 and parts[0]:
-        name, config, column = (parts + ["", ""])[:3]  # a Hub id, or a local dataset folder (hf:./data::body)
-        return CorpusSource("hub", name, config or None, column or "text")
-    match = _HUB_SPEC.match(text)
-    if explicit_hub or match is None or text.lower().endswith(".txt"):
+    if not hub or len(parts) > 3 or not parts[0]:
         raise ValueError(
-            f"CORPUS={text!r}: no such file or folder, and not a Hugging Face dataset name. Use a .txt file or a "
-            "folder of them (local or gs://BUCKET/path), 'hf:NAME:CONFIG:COLUMN' for a Hub dataset (e.g. "
+            f"CORPUS={text!r}: no such file or folder, and not 'hf:NAME:CONFIG:COLUMN'. Use a .txt file or a folder "
+            "of them (local or gs://BUCKET/path), 'hf:NAME:CONFIG:COLUMN' for a Hub dataset (e.g. "
             "'hf:Salesforce/wikitext:wikitext-2-raw-v1:text'), or 'auto', 'wikitext', 'python-docs', 'offline'.")
-    return CorpusSource("hub", match["name"], match["config"] or None, match["column"] or "text")
+    name, config, column = (parts + ["", ""])[:3]  # a Hub id, or a local dataset folder (hf:./data::body)
+    return CorpusSource("hub", name, config or None, column or "text")
 
 
 def list_text_files(location: str) -> list[str]:

@@ -52,8 +52,7 @@ def text_folder(tmp_path_factory):
     ("python-docs", "builtin", "python-docs", None, "text"),
     ("gs://my-bucket/texts/", "gcs", "gs://my-bucket/texts", None, "text"),
     ("hf:Salesforce/wikitext:wikitext-2-raw-v1:text", "hub", "Salesforce/wikitext", "wikitext-2-raw-v1", "text"),
-    ("someone/tickets::body", "hub", "someone/tickets", None, "body"),
-    ("imdb", "hub", "imdb", None, "text"),
+    ("hf:someone/tickets::body", "hub", "someone/tickets", None, "body"),
 ])
 def test_corpus_values_are_read_as_sources(value, kind, location, config, column):
     assert parse_corpus_source(value) == CorpusSource(kind, location, config, column)
@@ -65,7 +64,7 @@ def test_an_existing_path_is_local_text_and_a_missing_txt_is_a_clear_error(text_
     monkeypatch.chdir(tmp_path)
     with pytest.raises(ValueError, match="no such file or folder"):
         parse_corpus_source("my_tickets.txt")
-    for bad in ("not a name: at all", "hf:", "hf:a:b:c:d"):
+    for bad in ("not a name: at all", "hf:", "hf:a:b:c:d", "imdb"):
         with pytest.raises(ValueError, match="no such file or folder"):
             parse_corpus_source(bad)
     with pytest.raises(ValueError, match="write it as gs://bucket"):
