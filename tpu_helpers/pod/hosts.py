@@ -26,7 +26,7 @@ LOST_HOST_EXIT = 3  # the exit status of a host whose partner stopped answering 
 def lost_host(who: str, error: BaseException) -> int:
     """Say on stderr that a collective failed because another host stopped answering; `LOST_HOST_EXIT`."""
     first = next((ln.strip() for ln in str(error).splitlines() if ln.strip()), "")[:300]
-    print(f"LOST HOST: {who}: a collective failed, another host of the job stopped answering ({type(error).__name__}: "
+    print(f"LOST HOST: {who}: a collective failed, another host stopped answering ({type(error).__name__}: "
           f"{first}). Every host must run to the end; restart the whole job from its last checkpoint.",
           file=sys.stderr, flush=True)
     return LOST_HOST_EXIT

@@ -22,17 +22,19 @@ def _prepare() -> None:
     torch.set_num_threads(1)
 
 
-def build(seed: int, per_label: int, max_length: int, tokenizer_dir: str | None = None):
-    """The data, tokenizer (`prepare`'s: WordPiece training breaks ties differently per run) and model."""
+def build(seed: int, per_label: int, max_length: int | None, tokenizer_dir: str | None = None):
+    """The data, the tokenizer (`prepare`'s, or trained) and, with `max_length`, the encoded splits and the model."""
     from tpu_helpers.banking77 import dataset
 
     data = dataset.load_banking77("synthetic", n_train_per_label=per_label, n_test_per_label=1, seed=seed)
-    if tokenizer_dir:
+    if tokenizer_dir:  # every host loads prepare's: WordPiece training breaks ties differently per run
         from transformers import AutoTokenizer
 
         tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
     else:
         tokenizer = dataset.load_tokenizer("tiny", data.dataset["train"]["text"], vocab_size=300)
+    if max_length is None:
+        return data, tokenizer, None, None
     encoded = dataset.tokenize(data.dataset, tokenizer, max_length, padding="none")
     model = dataset.make_model("tiny", data, vocab_size=len(tokenizer), max_length=max_length, hidden_size=32,
                                seed=seed)
@@ -41,12 +43,8 @@ def build(seed: int, per_label: int, max_length: int, tokenizer_dir: str | None 
 
 def prepare(folder: str, seed: int, per_label: int) -> str:
     """Train the tokenizer once, before the hosts start, and save it to `folder` (returned)."""
-    from tpu_helpers.banking77 import dataset
-
-    data = dataset.load_banking77("synthetic", n_train_per_label=per_label, n_test_per_label=1, seed=seed)
-    tokenizer = dataset.load_tokenizer("tiny", data.dataset["train"]["text"], vocab_size=300)
     tmp = f"{folder.rstrip('/')}.partial-{os.getpid()}"
-    tokenizer.save_pretrained(tmp)
+    build(seed, per_label, None)[1].save_pretrained(tmp)
     os.replace(tmp, folder)
     return folder
 
