@@ -48,16 +48,16 @@ def distinct_top_guesses(results: Sequence[Sequence[dict[str, Any]]]) -> int:
 MAX_LOGITS = 2**28
 
 
-def masked_loss(model: Any, batch: dict, only_input: int | None = None, *, max_logits: int = MAX_LOGITS) -> float:
+def masked_loss(model: Any, batch: dict, only_input: int | None = None) -> float:
     """Mean cross-entropy (nats) at the labelled positions (or those whose input is `only_input`)."""
     labels = np.asarray(batch["labels"])
     rows, length = labels.shape
     vocab = int(getattr(getattr(model, "config", None), "vocab_size", 0) or 0)
-    if vocab and rows * length * vocab > max_logits:
-        fit = max(1, max_logits // (length * vocab))
+    if vocab and rows * length * vocab > MAX_LOGITS:
+        fit = max(1, MAX_LOGITS // (length * vocab))
         raise ValueError(
             f"masked_loss would compute {rows:,} x {length} x {vocab:,} = {rows * length * vocab:,} logits on the host "
-            f"at once (more than {max_logits:,}): a global batch is too large for a check outside strategy.run. "
+            f"at once (more than {MAX_LOGITS:,}): a global batch is too large for a check outside strategy.run. "
             f"Pass at most {fit:,} rows of it: {{k: v[:{fit}] for k, v in batch.items()}}.")
     inputs = {k: v for k, v in batch.items() if k != "labels"}
     logits = np.asarray(model(inputs, training=False).logits)

@@ -96,8 +96,7 @@ def _login_hint(runtime: Runtime) -> str:
 
 
 def find_credentials(env: Mapping[str, str] | None = None, *, home: str | os.PathLike[str] | None = None,
-                     runtime: Runtime | None = None, check_metadata: bool = True,
-                     metadata_timeout: float = 1.0) -> str:
+                     runtime: Runtime | None = None, check_metadata: bool = True) -> str:
     """Say where TensorFlow will get its GCS token from, in TensorFlow's order; `RuntimeError` if nowhere."""
     env = os.environ if env is None else env
     home = Path(home) if home is not None else Path.home()
@@ -115,7 +114,7 @@ def find_credentials(env: Mapping[str, str] | None = None, *, home: str | os.Pat
     adc = (Path(config) if config else home / ".config" / "gcloud") / "application_default_credentials.json"
     if adc.is_file():
         return f"gcloud application-default credentials ({adc})"
-    if str(env.get("NO_GCE_CHECK", "")).lower() != "true" and check_metadata and _metadata_server_answers(metadata_timeout):
+    if str(env.get("NO_GCE_CHECK", "")).lower() != "true" and check_metadata and _metadata_server_answers(1.0):
         return "this VM's service account (GCE metadata server)"
     raise RuntimeError(
         "no Google Cloud credentials found (TensorFlow would send anonymous requests, and a private bucket answers "
