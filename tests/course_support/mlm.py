@@ -15,3 +15,13 @@ def crash_at_record(monkeypatch, n: int) -> None:
         return serialize(row)
 
     monkeypatch.setattr(lesson_cells, "serialize", crashing)
+
+
+def records_in_name(name: str) -> int | None:
+    """The record count written in a shard's name, or None."""
+    import posixpath
+
+    from tpu_helpers.mlm.lesson_cells import SHARD_NAME
+
+    m = SHARD_NAME.match(posixpath.basename(name))
+    return int(m.group("records")) if m else None

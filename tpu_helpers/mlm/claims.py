@@ -7,7 +7,6 @@ import numpy as np
 
 # from this many training blocks (steps x global batch) up every measured run read the context (docs/benchmarks.md)
 CONTEXT_BLOCKS_MEASURED = 96_000
-MEASURED_ON = "1.1 MB of English text with the cpu profile's model and 32-token blocks (docs/benchmarks.md)"
 
 
 def unigram_entropy(blocks: np.ndarray, special_ids: Sequence[int]) -> float:
@@ -33,10 +32,11 @@ def frequency_only_note(total_steps: int, global_batch: int, block_size: int, *,
         return None
     steps = -(-CONTEXT_BLOCKS_MEASURED // global_batch)
     return (f"this run trains on {blocks:,} blocks of {block_size} tokens: at this size the model learns the token "
-            f"frequencies (and to copy the tokens the masking leaves unchanged), not the context. Measured on "
-            f"{MEASURED_ON}: every run read the context from {CONTEXT_BLOCKS_MEASURED:,} blocks up, and runs of "
-            f"32,000 blocks of 128 tokens did not. A real result needs MAX_STEPS of at least {steps:,} at this "
-            f"global batch (and EPOCHS high enough), with short blocks (BLOCK_SIZE 32) on a CPU.")
+            f"frequencies (and to copy the tokens the masking leaves unchanged), not the context. Measured on 1.1 MB "
+            f"of English text with the cpu profile's model and 32-token blocks (docs/benchmarks.md): every run read "
+            f"the context from {CONTEXT_BLOCKS_MEASURED:,} blocks up, and runs of 32,000 blocks of 128 tokens did not. "
+            f"A real result needs MAX_STEPS of at least {steps:,} at this global batch (and EPOCHS high enough), with "
+            "short blocks (BLOCK_SIZE 32) on a CPU.")
 
 
 def distinct_top_guesses(results: Sequence[Sequence[dict[str, Any]]]) -> int:
@@ -48,16 +48,16 @@ def distinct_top_guesses(results: Sequence[Sequence[dict[str, Any]]]) -> int:
 MAX_LOGITS = 2**28
 
 
-def masked_loss(model: Any, batch: dict, only_input: int | None = None, *, max_logits: int = MAX_LOGITS) -> float:
+def masked_loss(model: Any, batch: dict, only_input: int | None = None) -> float:
     """Mean cross-entropy (nats) at the labelled positions (or those whose input is `only_input`)."""
     labels = np.asarray(batch["labels"])
     rows, length = labels.shape
     vocab = int(getattr(getattr(model, "config", None), "vocab_size", 0) or 0)
-    if vocab and rows * length * vocab > max_logits:
-        fit = max(1, max_logits // (length * vocab))
+    if vocab and rows * length * vocab > MAX_LOGITS:
+        fit = max(1, MAX_LOGITS // (length * vocab))
         raise ValueError(
             f"masked_loss would compute {rows:,} x {length} x {vocab:,} = {rows * length * vocab:,} logits on the host "
-            f"at once (more than {max_logits:,}): a global batch is too large for a check outside strategy.run. "
+            f"at once (more than {MAX_LOGITS:,}): a global batch is too large for a check outside strategy.run. "
             f"Pass at most {fit:,} rows of it: {{k: v[:{fit}] for k, v in batch.items()}}.")
     inputs = {k: v for k, v in batch.items() if k != "labels"}
     logits = np.asarray(model(inputs, training=False).logits)

@@ -3,8 +3,6 @@ from __future__ import annotations
 
 import os
 import re
-import time
-import urllib.error
 import urllib.request
 import uuid
 from dataclasses import dataclass
@@ -42,10 +40,9 @@ def using_emulator(env: Mapping[str, str] | None = None) -> bool:
     return bool(env.get("TPU_COURSE_LOCAL_GCS")) and env.get("https_proxy") == env.get("TPU_COURSE_LOCAL_GCS")
 
 
-def require_gcs_path(path: str | os.PathLike[str], runtime: Runtime | None = None, *, what: str = "the data",
-                     env: Mapping[str, str] | None = None) -> str:
+def require_gcs_path(path: str | os.PathLike[str], runtime: Runtime | None = None, *, what: str = "the data") -> str:
     """`path` unchanged, or an error when this runtime's TPU (a TPU Node) could not read it."""
-    runtime = runtime or detect_runtime(env)
+    runtime = runtime or detect_runtime()
     path = str(path)
     if runtime.is_tpu_node:
         if not path.startswith("gs://"):
@@ -54,7 +51,7 @@ def require_gcs_path(path: str | os.PathLike[str], runtime: Runtime | None = Non
                 "a separate machine that reads training data from gs:// (or from tensors sent with the graph), "
                 "never from this VM's disk. Put it in a bucket, e.g. write_shards(..., 'gs://YOUR_BUCKET/mlm/train'), "
                 "and give the TPU's service account read access. (On a TPU VM local paths work.)")
-        if using_emulator(env):
+        if using_emulator():
             raise RuntimeError(
                 f"{what} is in the local GCS emulator, but a TPU Node reads gs:// itself from Google's network and "
                 "cannot reach this machine's 127.0.0.1. Stop the emulator (gcs.stop(), then restart the kernel) and "
@@ -63,14 +60,14 @@ def require_gcs_path(path: str | os.PathLike[str], runtime: Runtime | None = Non
 
 
 def _metadata_server_answers(timeout: float) -> bool:
-    host = os.environ.get("GCE_METADATA_HOST") or "metadata.google.internal"
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    """True when a GCE metadata server hands out a service account (on Google Cloud VMs)."""
+    host = os.environ.get("GCE_METADATA_HOST", "metadata.google.internal")
     req = urllib.request.Request(f"http://{host}/computeMetadata/v1/instance/service-accounts/default/email",
                                  headers={"Metadata-Flavor": "Google"})
     try:
-        with opener.open(req, timeout=timeout) as resp:
+        with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(req, timeout=timeout) as resp:
             return resp.status == 200
-    except (OSError, urllib.error.URLError):
+    except OSError:  # urllib.error.URLError is an OSError
         return False
 
 
@@ -84,24 +81,22 @@ def _gcs_unreachable(env: Mapping[str, str], timeout: float = 5.0) -> str | None
 
 
 def _login_hint(runtime: Runtime) -> str:
-    if runtime.platform == "colab":
-        return ("on Colab run `from google.colab import auth; auth.authenticate_user()` in a cell, and use a bucket "
-                "your Google account can write")
-    if runtime.platform == "kaggle":
-        return ("on Kaggle attach Google Cloud Services (Add-ons > Google Cloud Services) and call "
-                "`from kaggle_secrets import UserSecretsClient; UserSecretsClient().set_gcloud_credentials(project=...)`")
-    if runtime.is_tpu_vm:
-        return ("on a Cloud TPU VM the VM's service account is used: create the TPU with a service account and the "
-                "cloud-platform scope (gcloud ... --service-account=... --scopes=cloud-platform), "
-                "or run `gcloud auth application-default login`")
+    """How to log in on this runtime (Colab, Kaggle, a Cloud TPU VM, elsewhere)."""
+    if runtime.platform in ("colab", "kaggle"):
+        return {"colab": "on Colab run `from google.colab import auth; auth.authenticate_user()` in a cell, and use a "
+                         "bucket your Google account can write",
+                "kaggle": "on Kaggle attach Google Cloud Services (Add-ons > Google Cloud Services) and call `from "
+                          "kaggle_secrets import UserSecretsClient; UserSecretsClient().set_gcloud_credentials("
+                          "project=...)`"}[runtime.platform]
     return ("run `gcloud auth application-default login`, or set GOOGLE_APPLICATION_CREDENTIALS to a service-account "
-            "key file; to practise without Google Cloud, start the local emulator: "
-            "`from tpu_helpers.gcs_emulator import LocalGCS; LocalGCS().start()`")
+            "key file" + ("; on a Cloud TPU VM the VM's service account is used: create the TPU with one and the "
+                          "cloud-platform scope (gcloud ... --service-account=... --scopes=cloud-platform)"
+                          if runtime.is_tpu_vm else "; to practise without Google Cloud, start the local emulator: "
+                          "`from tpu_helpers.gcs_emulator import LocalGCS; LocalGCS().start()`"))
 
 
 def find_credentials(env: Mapping[str, str] | None = None, *, home: str | os.PathLike[str] | None = None,
-                     runtime: Runtime | None = None, check_metadata: bool = True,
-                     metadata_timeout: float = 1.0) -> str:
+                     runtime: Runtime | None = None, check_metadata: bool = True) -> str:
     """Say where TensorFlow will get its GCS token from, in TensorFlow's order; `RuntimeError` if nowhere."""
     env = os.environ if env is None else env
     home = Path(home) if home is not None else Path.home()
@@ -113,13 +108,13 @@ def find_credentials(env: Mapping[str, str] | None = None, *, home: str | os.Pat
     if named:
         if Path(named).is_file():
             return f"the credentials file GOOGLE_APPLICATION_CREDENTIALS={named}"
-        raise RuntimeError(f"GOOGLE_APPLICATION_CREDENTIALS={named} but there is no such file: fix the path "
-                                 f"or unset it; then {_login_hint(runtime)}.")
+        raise RuntimeError(f"GOOGLE_APPLICATION_CREDENTIALS={named} but there is no such file: fix the path or "
+                           f"unset it; then {_login_hint(runtime)}.")
     config = env.get("CLOUDSDK_CONFIG")
     adc = (Path(config) if config else home / ".config" / "gcloud") / "application_default_credentials.json"
     if adc.is_file():
         return f"gcloud application-default credentials ({adc})"
-    if str(env.get("NO_GCE_CHECK", "")).lower() != "true" and check_metadata and _metadata_server_answers(metadata_timeout):
+    if str(env.get("NO_GCE_CHECK", "")).lower() != "true" and check_metadata and _metadata_server_answers(1.0):
         return "this VM's service account (GCE metadata server)"
     raise RuntimeError(
         "no Google Cloud credentials found (TensorFlow would send anonymous requests, and a private bucket answers "
@@ -135,61 +130,54 @@ class BucketCheck:
     credentials: str
     writable: bool
     emulator: bool
-    seconds: float
 
     def __str__(self) -> str:
         where = "local emulator" if self.emulator else ("Google Cloud Storage" if self.bucket else "local folder")
-        access = "readable and writable" if self.writable else "readable"
-        return f"{self.url}: {access} ({where}; credentials: {self.credentials}; checked in {self.seconds:.2f} s)"
+        return f"{self.url}: {'readable and writable' if self.writable else 'readable'} ({where}; credentials: {self.credentials})"
 
 
-def check_bucket(url: str | os.PathLike[str], *, write: bool = True, runtime: Runtime | None = None,
-                 env: Mapping[str, str] | None = None) -> BucketCheck:
+def check_bucket(url: str | os.PathLike[str], *, write: bool = True, runtime: Runtime | None = None) -> BucketCheck:
     """Check that `url` (``gs://bucket/prefix`` or a local folder) is readable and, with `write`, writable."""
-    start = time.perf_counter()
-    env = os.environ if env is None else env
-    runtime = runtime or detect_runtime(env)
+    runtime = runtime or detect_runtime()
     url = str(url)
     if url[:3].lower() == "gs:":
         split_gcs_path(url)  # a clear error for gs:/x, GS://x, gs:// or a bad bucket name, before anything is created
     url = url.rstrip("/")
-    require_gcs_path(url, runtime, what="this location", env=env)
+    require_gcs_path(url, runtime, what="this location")
     import tensorflow as tf
 
     if not url.startswith("gs://"):
         tf.io.gfile.makedirs(url)
         if write and not os.access(url, os.W_OK):
             raise RuntimeError(f"the local folder {url} is not writable: choose another folder")
-        return BucketCheck(url, None, "not needed (local folder)", write, False, time.perf_counter() - start)
+        return BucketCheck(url, None, "not needed (local folder)", write, False)
 
     bucket, prefix = split_gcs_path(url)
-    emulated = using_emulator(env)
-    if not emulated:
-        why = _gcs_unreachable(env)
-        if why:
-            raise RuntimeError(
-                f"cannot reach Google Cloud Storage ({GCS_ENDPOINT}) to check gs://{bucket}: {why}. Offline? Use a "
-                "local folder instead of gs:// (off a TPU Node), or practise with the local emulator: "
-                "`from tpu_helpers.gcs_emulator import LocalGCS; LocalGCS().start()`.")
-    credentials = find_credentials(env, runtime=runtime)
+    emulated = using_emulator()
+    why = None if emulated else _gcs_unreachable(os.environ)
+    if why:
+        raise RuntimeError(
+            f"cannot reach Google Cloud Storage ({GCS_ENDPOINT}) to check gs://{bucket}: {why}. Offline? Use a local "
+            "folder instead of gs:// (off a TPU Node), or practise with the local emulator: "
+            "`from tpu_helpers.gcs_emulator import LocalGCS; LocalGCS().start()`.")
+    credentials = find_credentials(runtime=runtime)
     node_note = (" On a TPU Node the TPU reads the bucket with its own service account "
                  "(service-PROJECT_NUMBER@cloud-tpu.iam.gserviceaccount.com): grant it access too."
                  if runtime.is_tpu_node else "")
+    denied = (tf.errors.PermissionDeniedError, tf.errors.UnauthenticatedError)
     try:
         exists = tf.io.gfile.exists(f"gs://{bucket}")
-    except tf.errors.OpError as e:
-        if isinstance(e, (tf.errors.PermissionDeniedError, tf.errors.UnauthenticatedError)):
-            raise RuntimeError(
-                f"gs://{bucket}: access denied with {credentials} ({e.message.splitlines()[0][:200]}). The bucket may "
-                "belong to another project, or your account lacks roles/storage.objectViewer (read) and "
-                f"roles/storage.objectAdmin (write) on it.{node_note}") from None
-        raise
+    except denied as e:
+        raise RuntimeError(
+            f"gs://{bucket}: access denied with {credentials} ({e.message.splitlines()[0][:200]}). The bucket may "
+            "belong to another project, or your account lacks roles/storage.objectViewer (read) and "
+            f"roles/storage.objectAdmin (write) on it.{node_note}") from None
     if not exists:
         create = ("gcs.create_bucket(NAME) on the emulator object" if emulated else
                   f"`gcloud storage buckets create gs://{bucket} --location=REGION` (the TPU's region, e.g. "
                   "us-central1: reading across regions is slower and costs egress)")
-        raise RuntimeError(f"the bucket gs://{bucket} does not exist (or the name is misspelled). "
-                                  f"Create it with {create}, or use an existing bucket.")
+        raise RuntimeError(f"the bucket gs://{bucket} does not exist (or the name is misspelled). Create it with "
+                           f"{create}, or use an existing bucket.")
     writable = False
     if write:
         folder = f"gs://{bucket}/{prefix}" if prefix else f"gs://{bucket}"
@@ -199,12 +187,10 @@ def check_bucket(url: str | os.PathLike[str], *, write: bool = True, runtime: Ru
                 f.write("tpu-course write probe: safe to delete\n")
             tf.io.gfile.remove(probe)
             writable = True
-        except tf.errors.OpError as e:
-            if isinstance(e, (tf.errors.PermissionDeniedError, tf.errors.UnauthenticatedError)):
-                raise RuntimeError(
-                    f"gs://{bucket} exists but {credentials} may not write to it "
-                    f"({e.message.splitlines()[0][:200]}). Grant roles/storage.objectAdmin on the bucket "
-                    f"(`gcloud storage buckets add-iam-policy-binding gs://{bucket} --member=user:YOU "
-                    f"--role=roles/storage.objectAdmin`), or use a bucket you own.{node_note}") from None
-            raise
-    return BucketCheck(url, bucket, credentials, writable, emulated, time.perf_counter() - start)
+        except denied as e:
+            raise RuntimeError(
+                f"gs://{bucket} exists but {credentials} may not write to it ({e.message.splitlines()[0][:200]}). "
+                f"Grant roles/storage.objectAdmin on the bucket (`gcloud storage buckets add-iam-policy-binding "
+                f"gs://{bucket} --member=user:YOU --role=roles/storage.objectAdmin`), or use a bucket you own."
+                f"{node_note}") from None
+    return BucketCheck(url, bucket, credentials, writable, emulated)

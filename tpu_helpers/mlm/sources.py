@@ -5,7 +5,6 @@ import codecs
 import dataclasses
 import os
 import posixpath
-import re
 from pathlib import Path
 from typing import Any
 
@@ -14,8 +13,6 @@ from tpu_helpers.core.hub import hub_access, pinned_revision
 from tpu_helpers.mlm.gcs import split_gcs_path
 
 BUILTIN = ("auto", "wikitext", "python-docs", "offline")
-# NAME, NAME:CONFIG, NAME:CONFIG:COLUMN or NAME::COLUMN; NAME may be owner/name (a Hub repo id)
-_HUB_SPEC = re.compile(r"^(?P<name>[\w.-]+(?:/[\w.-]+)?)(?::(?P<config>[\w.-]*))?(?::(?P<column>[\w.-]+))?$")
 
 
 @dataclasses.dataclass
@@ -56,76 +53,50 @@ def parse_corpus_source(value: str | os.PathLike[str]) -> CorpusSource:
     if text[:3].lower() == "gs:":
         split_gcs_path(text)  # ValueError for gs:/x, GS://x or a bad bucket name
         return CorpusSource("gcs", text.rstrip("/"))
-    explicit_hub = text.lower().startswith("hf:")
-    if not explicit_hub and Path(text).expanduser().exists():
+    hub = text.lower().startswith("hf:")
+    if not hub and Path(text).expanduser().exists():
         return CorpusSource("local", str(Path(text).expanduser()))
     parts = text[3:].split(":")
-    if explicit_hub and len(parts) <= 3 and parts[0]:
-        name, config, column = (parts + ["", ""])[:3]  # a Hub id, or a local dataset folder (hf:./data::body)
-        return CorpusSource("hub", name, config or None, column or "text")
-    match = _HUB_SPEC.match(text)
-    if explicit_hub or match is None or text.lower().endswith(".txt"):
+    if not hub or len(parts) > 3 or not parts[0]:
         raise ValueError(
-            f"CORPUS={text!r}: no such file or folder, and not a Hugging Face dataset name. Use a .txt file or a "
-            "folder of them (local or gs://BUCKET/path), 'hf:NAME:CONFIG:COLUMN' for a Hub dataset (e.g. "
+            f"CORPUS={text!r}: no such file or folder, and not 'hf:NAME:CONFIG:COLUMN'. Use a .txt file or a folder "
+            "of them (local or gs://BUCKET/path), 'hf:NAME:CONFIG:COLUMN' for a Hub dataset (e.g. "
             "'hf:Salesforce/wikitext:wikitext-2-raw-v1:text'), or 'auto', 'wikitext', 'python-docs', 'offline'.")
-    return CorpusSource("hub", match["name"], match["config"] or None, match["column"] or "text")
+    name, config, column = (parts + ["", ""])[:3]  # a Hub id, or a local dataset folder (hf:./data::body)
+    return CorpusSource("hub", name, config or None, column or "text")
 
 
 def list_text_files(location: str) -> list[str]:
     """The ``.txt`` files of a file or folder (local or ``gs://``; a folder is read recursively), sorted."""
-    if location.startswith("gs://"):
-        gfile = import_tensorflow().io.gfile
-        if not gfile.exists(location):
-            raise ValueError(f"{location} does not exist: check the bucket and path (tf.io.gfile.glob lists what "
-                             "is there)")
-        if not gfile.isdir(location):
-            return [location]
-        files = [posixpath.join(root, f) for root, _, names in gfile.walk(location) for f in names]
-    else:
-        path = Path(location)
-        if not path.exists():
-            raise ValueError(f"{location} does not exist")
-        if path.is_file():
-            return [str(path)]
-        files = [str(p) for p in path.rglob("*") if p.is_file()]
-    texts = sorted(f for f in files if f.lower().endswith(".txt"))
+    gfile = import_tensorflow().io.gfile if location.startswith("gs://") else None
+    if not (gfile.exists(location) if gfile else Path(location).exists()):
+        raise ValueError(f"{location} does not exist: check the path (for gs://, tf.io.gfile.glob lists what is there)")
+    if not (gfile.isdir(location) if gfile else Path(location).is_dir()):
+        return [location]
+    walk = gfile.walk(location) if gfile else os.walk(location)
+    texts = sorted(posixpath.join(root, f) for root, _, names in walk for f in names if f.lower().endswith(".txt"))
     if not texts:
-        others = sorted(posixpath.basename(f) for f in files)[:5]
-        raise ValueError(f"no .txt file in {location}" + (f" (found {others})" if others else " (it is empty)")
-                         + ": CORPUS reads UTF-8 text files named *.txt, one paragraph or document per line.")
+        raise ValueError(f"no .txt file in {location}: CORPUS reads UTF-8 text files named *.txt, one paragraph or "
+                         "document per line.")
     return texts
 
 
 def read_text_lines(name: str, *, max_lines: int | None = None) -> list[str]:
     """The lines of one UTF-8 text file (local or ``gs://``); a ValueError naming the line and byte of bad text."""
     with (import_tensorflow().io.gfile.GFile(name, "rb") if name.startswith("gs://") else open(name, "rb")) as f:
-        data = f.read()
-    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
-        raise ValueError(f"{name}: UTF-16 text (it starts with a UTF-16 byte order mark). Save it as UTF-8, "
-                         f"e.g. `iconv -f UTF-16 -t UTF-8 {name} > fixed.txt`.")
-    data = data.removeprefix(codecs.BOM_UTF8)
+        data = f.read().removeprefix(codecs.BOM_UTF8)
     try:
-        text, bad = data.decode("utf-8"), -1
+        text = data.decode("utf-8")
     except UnicodeDecodeError as e:
-        text, bad = "", e.start
-    nul = data.find(b"\x00")
-    at = nul if nul >= 0 and (bad < 0 or nul < max(bad, 8192)) else bad  # a NUL early on: binary
-    if at >= 0:
-        line, byte = data.count(b"\n", 0, at) + 1, at - data.rfind(b"\n", 0, at)
-        if at == nul:
-            raise ValueError(f"{name}, line {line}: a NUL byte at byte {byte}: this looks like a binary file (a zip, "
-                             "PDF, image or model?), not text. Point CORPUS at UTF-8 .txt files only (extract the "
-                             "text first).")
+        line, byte = data.count(b"\n", 0, e.start) + 1, e.start - data.rfind(b"\n", 0, e.start)
         raise ValueError(
-            f"{name}, line {line}, byte {byte}: not UTF-8 ({data[at:at + 4]!r}). Convert the file, e.g. "
-            f"`iconv -f LATIN1 -t UTF-8 {name} > fixed.txt` (use its real encoding), or save it as UTF-8 in your "
-            "editor.")
+            f"{name}, line {line}, byte {byte}: not UTF-8 ({data[e.start:e.start + 4]!r}; a binary file?). Point "
+            f"CORPUS at UTF-8 .txt files, or convert it, e.g. `iconv -f LATIN1 -t UTF-8 {name} > fixed.txt` (use its "
+            "real encoding).") from None
     lines = [line.rstrip("\r") for line in text.split("\n")]
     lines = (lines[:-1] if lines[-1] == "" else lines)[:max_lines]
     if not any(line.strip() for line in lines):
-        raise ValueError(f"{name} is empty" + (f" ({len(lines)} blank lines)" if lines else "")
-                         + ": remove it from the folder or put text in it.")
+        raise ValueError(f"{name} is empty: remove it from the folder or put text in it.")
     return lines
 
 
@@ -151,22 +122,15 @@ def load_hub_dataset(name: str, config: str | None = None, column: str = "text",
     import datasets
 
     if Path(name).exists():  # a local dataset folder: no Hub involved
-        try:
-            ds = datasets.load_dataset(name, config, split=split)
-        except Exception as e:
-            raise RuntimeError(f"cannot load the dataset folder {name!r} (config {config or 'default'}, split "
-                               f"{split!r}): {type(e).__name__}: {(str(e).splitlines() or [''])[0][:200]}") from None
+        ds = datasets.load_dataset(name, config, split=split)
     else:  # one 5 s probe; offline, the cache only (a cached copy still loads); one clear error (core.hub)
         with hub_access(f"the dataset {name!r} (config {config or 'default'}, split {split!r})",
                         "Check the name on huggingface.co/datasets, run once with network access so that datasets "
                         "caches it, or use text files (CORPUS='path/to/folder' or 'gs://BUCKET/path')."):
             ds = datasets.load_dataset(name, config, split=split, revision=pinned_revision(name))
-    if column not in ds.column_names:
-        raise ValueError(f"the dataset {name!r} has no column {column!r}; its columns: {ds.column_names}. Name "
+    if getattr(ds.features.get(column), "dtype", None) not in ("string", "large_string"):
+        raise ValueError(f"the dataset {name!r} has no text column {column!r}; its columns: {ds.column_names}. Name "
                          f"the text column: CORPUS='hf:{name}:{config or ''}:COLUMN'.")
-    if getattr(ds.features[column], "dtype", None) not in ("string", "large_string"):
-        raise ValueError(f"the column {column!r} of {name!r} holds {ds.features[column]}, not text: name a text "
-                         f"column (columns: {ds.column_names}).")
     ds = ds.select_columns([column]).rename_column(column, "text") if column != "text" else ds.select_columns([column])
     if max_lines is not None:
         ds = ds.select(range(min(max_lines, len(ds))))

@@ -7,6 +7,7 @@ import re
 import signal
 import socket
 import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +21,15 @@ _CLEARED = ("USE_TF", "USE_TORCH", "USE_TORCH_XLA", "TF_CONFIG", "RANK", "WORLD_
 
 
 LOST_HOST_EXIT = 3  # the exit status of a host whose partner stopped answering (both frameworks' workers)
+
+
+def lost_host(who: str, error: BaseException) -> int:
+    """Say on stderr that a collective failed because another host stopped answering; `LOST_HOST_EXIT`."""
+    first = next((ln.strip() for ln in str(error).splitlines() if ln.strip()), "")[:300]
+    print(f"LOST HOST: {who}: a collective failed, another host stopped answering ({type(error).__name__}: "
+          f"{first}). Every host must run to the end; restart the whole job from its last checkpoint.",
+          file=sys.stderr, flush=True)
+    return LOST_HOST_EXIT
 
 
 @dataclass
@@ -57,16 +67,11 @@ class HostRun:
 
 def free_ports(count: int) -> list[int]:
     """`count` distinct TCP ports free on 127.0.0.1 right now."""
-    socks = []
-    try:
-        for _ in range(count):
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            s.bind(("127.0.0.1", 0))
-            socks.append(s)
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
+    socks = [socket.create_server(("127.0.0.1", 0)) for _ in range(count)]  # all open at once: distinct
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
 
 
 def tf_config(ports: Sequence[int], index: int) -> str:
@@ -93,33 +98,23 @@ def child_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def _descendants(pid: int) -> list[int]:
-    """Every process below `pid` (Linux ``/proc``; elsewhere none)."""
+def _kill_group(proc: subprocess.Popen) -> None:
+    """SIGKILL a host's group and all its descendants (torchrun starts its workers in sessions of their own)."""
     parents = {}
-    for entry in Path("/proc").glob("[0-9]*/stat"):
+    for entry in Path("/proc").glob("[0-9]*/stat"):  # Linux; elsewhere only the group is killed
         try:
             parents[int(entry.parent.name)] = int(entry.read_text().rsplit(")", 1)[1].split()[1])
         except OSError:  # the process ended meanwhile
             continue
-    out, todo = [], [pid]
+    pids, todo = [proc.pid], [proc.pid]
     while todo:
         pid = todo.pop()
         kids = [p for p, parent in parents.items() if parent == pid]
-        out += kids
+        pids += kids
         todo += kids
-    return out
-
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    """SIGKILL a host's group and all its descendants (torchrun starts its workers in sessions of their own)."""
-    pids = _descendants(proc.pid)
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    for pid in pids:
+    for pid, kill in [(proc.pid, os.killpg)] + [(pid, os.kill) for pid in pids[1:]]:
         try:
-            os.kill(pid, signal.SIGKILL)
+            kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
 
@@ -161,8 +156,8 @@ def run_hosts(commands: Sequence[Sequence[str]], envs: Sequence[Mapping[str, str
                 return runs
             if now - start > timeout_s:
                 raise RuntimeError(f"the hosts did not finish within {timeout_s:.0f} s (still running: "
-                                 f"{', '.join(runs[i].name for i in running)}); every host was killed.\n"
-                                 + "\n".join(f"--- {r.name}, last lines:\n{r.tail()}" for r in runs))
+                                   f"{', '.join(runs[i].name for i in running)}); every host was killed.\n"
+                                   + "\n".join(f"--- {r.name}, last lines:\n{r.tail()}" for r in runs))
             if ended_at is not None and now - ended_at > after_kill_s:
                 for i in running:  # a survivor that would wait forever: stopped, and reported as such
                     _kill_group(procs[i])

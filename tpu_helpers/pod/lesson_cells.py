@@ -6,7 +6,36 @@ Edit the cells in the notebook, then run ./course links (a test fails while this
 # ruff: noqa: E402, F811, I001  (the cells' own imports, cell by cell, as the learner reads them)
 
 
-# ---- notebooks/08_pod_slice_multi_host.ipynb, cell 14 (tagged multi-host-tf): make_strategy, make_dataset_fn, make_train_step
+# ---- notebooks/08_pod_slice_multi_host.ipynb, cell 11: create_command, on_every_worker, queued_resource_commands, delete_commands
+import shlex
+
+
+def create_command(name: str, zone: str, accelerator_type: str, version: str) -> str:
+    """Create a slice (every worker of it, at once): billed from now until `delete_commands`."""
+    return (f"gcloud compute tpus tpu-vm create {name} --zone={zone} --accelerator-type={accelerator_type} "
+            f"--version={version}")
+
+
+def on_every_worker(name: str, zone: str, command: str, worker: str = "all") -> str:
+    """Run `command` on every worker of the slice at once, or on one (``worker="0"``)."""
+    return f"gcloud compute tpus tpu-vm ssh {name} --zone={zone} --worker={worker} --command={shlex.quote(command)}"
+
+
+def queued_resource_commands(qr_id: str, name: str, zone: str, accelerator_type: str, version: str) -> list[str]:
+    """Ask for a slice as a queued resource (it is created when capacity is free), then watch its state."""
+    return [f"gcloud compute tpus queued-resources create {qr_id} --node-id={name} --zone={zone} "
+            f"--accelerator-type={accelerator_type} --runtime-version={version}",
+            f"gcloud compute tpus queued-resources describe {qr_id} --zone={zone}"]
+
+
+def delete_commands(name: str, zone: str, qr_id: str | None = None) -> list[str]:
+    """What stops the bill: delete the slice (and its queued resource, when it came from one)."""
+    if qr_id:
+        return [f"gcloud compute tpus queued-resources delete {qr_id} --zone={zone} --force"]
+    return [f"gcloud compute tpus tpu-vm delete {name} --zone={zone}"]
+
+
+# ---- notebooks/08_pod_slice_multi_host.ipynb, cell 15 (tagged multi-host-tf): make_strategy, make_dataset_fn, make_train_step
 import os
 
 from tpu_helpers.pod.sharding import shards_for_pipeline  # exercise 1's answer, tested

@@ -1,7 +1,6 @@
-"""Multi-host TPU slices: chips, workers and replicas of a slice name (`SOURCES`), and their gcloud commands."""
+"""Multi-host TPU slices: chips, workers and replicas of a slice name, by the sources in `SOURCES`."""
 from __future__ import annotations
 
-import shlex
 from dataclasses import dataclass
 
 from tpu_helpers.core.runtime import _DEVICES_PER_CHIP, parse_accelerator_type, slice_hosts
@@ -55,28 +54,3 @@ def slice_layout(accelerator_type: str) -> SliceLayout:
 
 
 NAMED_SLICES = ("v5litepod-8", "v5litepod-16", "v5litepod-32", "v4-8", "v4-16", "v3-8", "v3-32")
-
-
-def create_command(name: str, zone: str, accelerator_type: str, version: str) -> str:
-    """Create a slice (every worker of it, at once): billed from now until `delete_commands`."""
-    return (f"gcloud compute tpus tpu-vm create {name} --zone={zone} --accelerator-type={accelerator_type} "
-            f"--version={version}")
-
-
-def on_every_worker(name: str, zone: str, command: str, worker: str = "all") -> str:
-    """Run `command` on every worker of the slice at once, or on one (``worker="0"``)."""
-    return f"gcloud compute tpus tpu-vm ssh {name} --zone={zone} --worker={worker} --command={shlex.quote(command)}"
-
-
-def queued_resource_commands(qr_id: str, name: str, zone: str, accelerator_type: str, version: str) -> list[str]:
-    """Ask for a slice as a queued resource (it is created when capacity is free), then watch its state."""
-    return [f"gcloud compute tpus queued-resources create {qr_id} --node-id={name} --zone={zone} "
-            f"--accelerator-type={accelerator_type} --runtime-version={version}",
-            f"gcloud compute tpus queued-resources describe {qr_id} --zone={zone}"]
-
-
-def delete_commands(name: str, zone: str, qr_id: str | None = None) -> list[str]:
-    """What stops the bill: delete the slice (and its queued resource, when it came from one)."""
-    if qr_id:
-        return [f"gcloud compute tpus queued-resources delete {qr_id} --zone={zone} --force"]
-    return [f"gcloud compute tpus tpu-vm delete {name} --zone={zone}"]

@@ -3,9 +3,7 @@ from __future__ import annotations
 
 
 def shards_for_host(shards, host, hosts):
-    """Every `hosts`-th shard of the *sorted* list, starting at this host's index: each host lists the bucket itself
-    and the listing order is not promised, so sorting first is what makes the hosts agree. Shares are disjoint,
-    cover every shard and differ by at most one; a host with nothing to read is a clear error, never a wait."""
+    """Every `hosts`-th shard of the *sorted* list (the hosts must agree on the order) from this host's index on."""
     if not 0 <= host < hosts:
         raise ValueError(f"host {host} of {hosts}: the index must be in 0..{hosts - 1}")
     if len(shards) < hosts:
@@ -14,9 +12,7 @@ def shards_for_host(shards, host, hosts):
 
 
 def slice_layout(accelerator_type):
-    """``(chips, workers, replicas)``: the name counts TensorCores on v2/v3/v4/v5p (2 per chip) and chips on v5e
-    (``v5litepod``); a slice larger than one TPU VM (4 chips on v3/v4, 8 on v5e) is made of 4-chip workers; a v3
-    chip is 2 replicas, a v4 chip 1 (megacore), a v5e chip 1."""
+    """``(chips, workers, replicas)``: v3/v4 names count TensorCores, v5e names chips; larger slices: 4-chip workers."""
     generation, _, number = accelerator_type.lower().partition("-")
     rules = {"v3": (2, 2, 4), "v4": (2, 1, 4), "v5litepod": (1, 1, 8), "v5e": (1, 1, 8)}
     if generation not in rules or not number.isdigit():

@@ -5,15 +5,13 @@ import argparse
 import json
 import os
 import shutil
-import sys
 import tempfile
-import time
 from typing import Any, Sequence
 
 from tpu_helpers.core import digests
 from tpu_helpers.core.files import write_json_atomic
 from tpu_helpers.core.frameworks import import_tensorflow, use_framework
-from tpu_helpers.pod.hosts import LOST_HOST_EXIT
+from tpu_helpers.pod.hosts import lost_host
 from tpu_helpers.pod.lesson_cells import make_dataset_fn, make_strategy, make_train_step  # notebook 08's cell
 
 
@@ -22,12 +20,21 @@ def weights_digest(variables: Sequence[Any]) -> int:
     return digests.weights_digest((v.name.split("/", 1)[-1], v.numpy()) for v in variables)
 
 
-def train(job: dict[str, Any], strategy, *, steps: int, report_dir: str | None, sleep_s: float = 0.0,
-          with_source: bool | None = None) -> dict:
-    """Train `steps` global steps; return this host's evidence. `with_source`: shard names ride along (None: off a TPU)."""
-    tf = import_tensorflow()
+def build_model(job: dict[str, Any], seed: int):
+    """The job's RoBERTa masked LM from its config, built (variables created) with `seed`."""
     import tf_keras as keras
     from transformers import RobertaConfig, TFAutoModelForMaskedLM
+
+    keras.utils.set_random_seed(seed)
+    model = TFAutoModelForMaskedLM.from_config(RobertaConfig.from_dict(job["model_config"]))
+    model(model.dummy_inputs, training=False)
+    return model
+
+
+def train(job: dict[str, Any], strategy, *, steps: int, report_dir: str | None, with_source: bool | None = None) -> dict:
+    """Train `steps` global steps and return this host's evidence; `with_source`: shard names ride along."""
+    tf = import_tensorflow()
+    import tf_keras as keras
 
     resolver = strategy.cluster_resolver
     task = int(resolver.task_id or 0) if resolver is not None and resolver.task_type else 0
@@ -46,11 +53,8 @@ def train(job: dict[str, Any], strategy, *, steps: int, report_dir: str | None, 
         return make_dataset_fn(job, shard_files, with_source=with_source)(ctx)
 
     dist = strategy.distribute_datasets_from_function(dataset_fn)
-    config = RobertaConfig.from_dict(job["model_config"])
     with strategy.scope():
-        keras.utils.set_random_seed(int(job["seed"]))
-        model = TFAutoModelForMaskedLM.from_config(config)
-        model(model.dummy_inputs, training=False)
+        model = build_model(job, int(job["seed"]))
         optimizer = keras.optimizers.Adam(float(job["learning_rate"]))
     train_step = make_train_step(strategy, model, optimizer, int(job["global_batch"]), with_source=with_source)
     iterator = iter(dist)
@@ -67,8 +71,6 @@ def train(job: dict[str, Any], strategy, *, steps: int, report_dir: str | None, 
         losses.append(float(loss))
         print(f"host {task}: step {step}/{steps} loss {float(loss):.4f}, {sum(local_rows)} rows here, "
               f"{int(total)} in the global batch", flush=True)
-        if sleep_s:
-            time.sleep(sleep_s)
 
     ckpt = tf.train.Checkpoint(model=model, optimizer=optimizer)
     own = None if chief else tempfile.mkdtemp(prefix=f"tpu-course-ckpt-worker{task}-")
@@ -96,14 +98,8 @@ def train(job: dict[str, Any], strategy, *, steps: int, report_dir: str | None, 
 
 def restore_digest(job: dict[str, Any], checkpoint: str) -> int:
     """Build the model afresh (no strategy), restore `checkpoint` into it, return its `weights_digest`."""
-    tf = import_tensorflow()
-    import tf_keras as keras
-    from transformers import RobertaConfig, TFAutoModelForMaskedLM
-
-    keras.utils.set_random_seed(int(job["seed"]) + 1)  # other initial weights: only the restore can match
-    model = TFAutoModelForMaskedLM.from_config(RobertaConfig.from_dict(job["model_config"]))
-    model(model.dummy_inputs, training=False)
-    tf.train.Checkpoint(model=model).read(checkpoint).expect_partial().assert_existing_objects_matched()
+    model = build_model(job, int(job["seed"]) + 1)  # other initial weights: only the restore can match
+    import_tensorflow().train.Checkpoint(model=model).read(checkpoint).expect_partial().assert_existing_objects_matched()
     return weights_digest(model.variables)
 
 
@@ -115,7 +111,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, help="global steps (default: the job's)")
     parser.add_argument("--collective-timeout", type=float, default=120.0,
                         help="seconds an all-reduce may wait for the other hosts before it fails")
-    parser.add_argument("--sleep", type=float, default=0.0, help="seconds to pause after each step (rehearsal)")
     args = parser.parse_args(argv)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     use_framework("tf")  # before transformers is imported
@@ -124,17 +119,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         job = json.loads(f.read())
     strategy = make_strategy(args.tpu, args.collective_timeout)
     try:
-        train(job, strategy, steps=args.steps or int(job["steps"]), report_dir=args.report, sleep_s=args.sleep)
+        train(job, strategy, steps=args.steps or int(job["steps"]), report_dir=args.report)
     except (tf.errors.UnavailableError, tf.errors.DeadlineExceededError, tf.errors.CancelledError,
             tf.errors.InternalError, tf.errors.AbortedError) as error:
-        lines = [ln.strip() for ln in (error.message or str(error)).splitlines() if ln.strip()]
-        telling = [ln for ln in lines if any(w in ln.lower() for w in ("peer", "unavailable", "deadline", "timed out",
-                                                                      "connection", "timeout"))]
-        first = (telling or lines or [""])[0][:300]
-        print(f"LOST HOST: this worker's all-reduce failed, another host of the job stopped answering "
-              f"({type(error).__name__}: {first}). Every host must run to the end; restart the whole job from its "
-              "last checkpoint.", file=sys.stderr, flush=True)
-        return LOST_HOST_EXIT
+        return lost_host(f"TensorFlow worker (pid {os.getpid()})", error)
     return 0
 
 

@@ -1,25 +1,18 @@
-"""Notebook 08's PyTorch script: notebook 05's training function, unchanged, on every host of a slice.
-
-    python -m tpu_helpers.pod_torch.worker --tokenizer tokenizer --save model     # a TPU VM worker: a process per chip
-    torchrun --nnodes 2 --node-rank R --master-addr 127.0.0.1 --master-port P \\
-        --module tpu_helpers.pod_torch.worker --save DIR --report DIR            # the rehearsal: gloo on the CPU
-"""
+"""Notebook 08's PyTorch script: notebook 05's training function, unchanged, on every host of a slice."""
 from __future__ import annotations
 
 import argparse
 import json
 import os
-import sys
 from typing import Sequence
 
 from tpu_helpers.core.files import write_json_atomic
-from tpu_helpers.pod.hosts import LOST_HOST_EXIT  # one exit status for a lost host, both frameworks
-
-__all__ = ["main"]
+from tpu_helpers.pod.hosts import lost_host  # one exit status for a lost host, both frameworks
 
 
 def _prepare() -> None:
-    os.environ.setdefault("USE_TORCH_XLA", "0")  # before accelerate is imported: the CPU path, gloo
+    """The CPU path: USE_TORCH_XLA=0 (before accelerate is imported), gloo, one thread."""
+    os.environ.setdefault("USE_TORCH_XLA", "0")
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     from tpu_helpers.core.frameworks import use_framework
 
@@ -29,17 +22,19 @@ def _prepare() -> None:
     torch.set_num_threads(1)
 
 
-def build(seed: int, per_label: int, max_length: int, tokenizer_dir: str | None = None):
-    """The data, tokenizer (`prepare`'s: WordPiece training breaks ties differently per run) and model, alike everywhere."""
+def build(seed: int, per_label: int, max_length: int | None, tokenizer_dir: str | None = None):
+    """The data, the tokenizer (`prepare`'s, or trained) and, with `max_length`, the encoded splits and the model."""
     from tpu_helpers.banking77 import dataset
 
     data = dataset.load_banking77("synthetic", n_train_per_label=per_label, n_test_per_label=1, seed=seed)
-    if tokenizer_dir:
+    if tokenizer_dir:  # every host loads prepare's: WordPiece training breaks ties differently per run
         from transformers import AutoTokenizer
 
         tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
     else:
         tokenizer = dataset.load_tokenizer("tiny", data.dataset["train"]["text"], vocab_size=300)
+    if max_length is None:
+        return data, tokenizer, None, None
     encoded = dataset.tokenize(data.dataset, tokenizer, max_length, padding="none")
     model = dataset.make_model("tiny", data, vocab_size=len(tokenizer), max_length=max_length, hidden_size=32,
                                seed=seed)
@@ -48,12 +43,8 @@ def build(seed: int, per_label: int, max_length: int, tokenizer_dir: str | None 
 
 def prepare(folder: str, seed: int, per_label: int) -> str:
     """Train the tokenizer once, before the hosts start, and save it to `folder` (returned)."""
-    from tpu_helpers.banking77 import dataset
-
-    data = dataset.load_banking77("synthetic", n_train_per_label=per_label, n_test_per_label=1, seed=seed)
-    tokenizer = dataset.load_tokenizer("tiny", data.dataset["train"]["text"], vocab_size=300)
     tmp = f"{folder.rstrip('/')}.partial-{os.getpid()}"
-    tokenizer.save_pretrained(tmp)
+    build(seed, per_label, None)[1].save_pretrained(tmp)
     os.replace(tmp, folder)
     return folder
 
@@ -97,16 +88,8 @@ def train_and_save(model, train_ds, eval_ds, config, tokenizer, save: str | None
             "backend": dist.get_backend() if dist.is_initialized() else None})
 
 
-def _lost_host(error: BaseException) -> int:
-    lines = [ln.strip() for ln in str(error).splitlines() if ln.strip()]
-    print(f"LOST HOST: process {os.environ.get('RANK', '?')} (host {os.environ.get('GROUP_RANK', '?')}): a collective "
-          f"failed, another host stopped answering ({type(error).__name__}: {lines[0][:300] if lines else ''}). Every "
-          "host must run to the end; restart the whole job from its last checkpoint.", file=sys.stderr, flush=True)
-    return LOST_HOST_EXIT
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tpu_helpers.pod_torch.worker", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m tpu_helpers.pod_torch.worker", description=__doc__)
     parser.add_argument("--save", help="where the main process saves the final model (a folder)")
     parser.add_argument("--report", help="a local folder for each process's evidence (rank-<R>.json, report.json)")
     parser.add_argument("--epochs", type=int, default=2)
@@ -122,7 +105,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     on_tpu = detect_runtime().is_tpu
     if not on_tpu:
-        _prepare()  # the CPU path: USE_TORCH_XLA=0, gloo, one thread
+        _prepare()
     if args.restore:
         print(json.dumps(restore(args.restore)))
         return 0
@@ -159,7 +142,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 dist.init_process_group("gloo", timeout=timedelta(seconds=args.timeout))
             train_and_save(*fn_args)
     except (RuntimeError, ReplicaMismatchError) as error:  # gloo: "Connection closed by peer", a timeout, a rank
-        return _lost_host(error)  # that never came; or a replica missing at RunLog's monitored barrier (a dead host)
+        # that never came; or a replica missing at RunLog's monitored barrier (a dead host)
+        return lost_host(f"process {os.environ.get('RANK', '?')} (host {os.environ.get('GROUP_RANK', '?')})", error)
     if dist.is_initialized():
         dist.destroy_process_group()
     return 0

@@ -1,14 +1,13 @@
-"""Chunking into fixed blocks, shard names, TFRecord framing and the manifest."""
+"""Chunking into fixed blocks, shard names and the manifest."""
 from __future__ import annotations
 
 import json
-import struct
 
 import numpy as np
 import pytest
+from course_support.mlm import records_in_name
 
 from tpu_helpers.mlm.lesson_cells import BlockChunker, Manifest, ShardInfo, shard_name
-from tpu_helpers.mlm.shards import count_tfrecords, records_in_name
 
 
 def chunk_token_lists(docs, block_size):
@@ -71,20 +70,6 @@ def test_shard_names_carry_the_record_count():
     assert records_in_name("notes.txt") is None
     with pytest.raises(ValueError):
         shard_name("a/b", 0, 1)
-
-
-def _frame(payload: bytes) -> bytes:  # TFRecord framing (CRCs are not checked by count_tfrecords)
-    return struct.pack("<Q", len(payload)) + b"\0" * 4 + payload + b"\0" * 4
-
-
-def test_count_tfrecords_detects_truncation():
-    data = b"".join(_frame(b"x" * n) for n in (10, 0, 300))
-    assert count_tfrecords(data) == 3
-    assert count_tfrecords(b"") == 0
-    assert count_tfrecords(data[:26]) == 1  # a whole first record (8 + 4 + 10 + 4 bytes)
-    for cut in (1, 11, 17, len(data) - 1):  # inside a header, inside a payload, the last CRC
-        with pytest.raises(RuntimeError, match="truncated"):
-            count_tfrecords(data[:cut])
 
 
 def test_manifest_round_trip():

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from course_support.mlm import crash_at_record
+from course_support.mlm import crash_at_record, records_in_name
 
 from tpu_helpers.mlm.corpus import filter_lines, load_corpus
 from tpu_helpers.mlm.lesson_cells import (
@@ -27,16 +27,14 @@ from tpu_helpers.mlm.lesson_cells import (
     train_unigram_tokenizer,
     write_shards,
 )
-from tpu_helpers.mlm.shards import records_in_name, verify_shards
+from tpu_helpers.mlm.shards import verify_shards
 
 BLOCK = 128
 
 
 @pytest.fixture(scope="module")
-def corpus(tmp_path_factory):
-    c = load_corpus("offline", offline_max_chars=150_000, cache_dir=tmp_path_factory.mktemp("corpus"),
-                       verbose=False)
-    return filter_lines(c)
+def corpus():
+    return filter_lines(load_corpus("offline", offline_max_chars=150_000, verbose=False))
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +59,7 @@ def test_offline_corpus_is_generated_text_loaded_with_datasets(corpus, tmp_path)
     assert corpus.lines > 300 and corpus.characters() > 100_000
     words = " ".join(corpus.dataset["text"][:200]).split()
     assert sum(w.lower() in ("the", "a", "an", "in", "on") for w in words) / len(words) > 0.08  # English-like
-    val = load_corpus("offline", "validation", offline_max_chars=150_000, cache_dir=tmp_path, verbose=False)
+    val = load_corpus("offline", "validation", offline_max_chars=150_000, verbose=False)
     assert 0 < val.lines < corpus.lines and not set(val.dataset["text"]) & set(corpus.dataset["text"][:2000])
 
 
@@ -69,20 +67,20 @@ def test_offline_mode_gives_a_clear_answer(monkeypatch, tmp_path):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(RuntimeError, match="offline corpus"):
         load_corpus("wikitext", max_lines=10, verbose=False)
-    c = load_corpus("auto", offline_max_chars=20_000, cache_dir=tmp_path, verbose=False)
+    c = load_corpus("auto", offline_max_chars=20_000, verbose=False)
     assert c.source == "python-docs"  # real English, offline: the claims of notebook 04 hold on it
 
 
 def test_python_docs_corpus_is_the_python_reference_prose_loaded_with_datasets(tmp_path):
-    train = load_corpus("python-docs", cache_dir=tmp_path, verbose=False)
+    train = load_corpus("python-docs", verbose=False)
     assert train.source == "python-docs" and "Language Reference" in train.name
     assert train.dataset.column_names == ["text"] and 200_000 < train.characters() < 600_000
     texts = train.dataset["text"]
     assert any("statement" in t and "executed" in t for t in texts)  # what help("for") says, in words
     assert not any(t.startswith(">>>") for t in texts)  # the interactive examples are left out
-    val = load_corpus("python-docs", "validation", cache_dir=tmp_path, verbose=False)
+    val = load_corpus("python-docs", "validation", verbose=False)
     assert 0 < val.lines < train.lines / 20 and not set(val.dataset["text"]) & set(texts)
-    assert load_corpus("python-docs", cache_dir=tmp_path, verbose=False).dataset["text"] == texts  # cached, same
+    assert load_corpus("python-docs", verbose=False).dataset["text"] == texts  # cached, same
 
 
 def test_empty_corpus_after_filtering_is_a_clear_error(corpus, tokenizer):

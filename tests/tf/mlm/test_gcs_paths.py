@@ -25,7 +25,7 @@ CPU = Runtime("cpu", "local")
 def test_bad_gcs_urls_are_refused_before_anything_is_created(tmp_path, monkeypatch, url, message):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(ValueError, match=message):
-        gcs.check_bucket(url, runtime=CPU, env={})
+        gcs.check_bucket(url, runtime=CPU)
     with pytest.raises(ValueError, match=message):  # ValueError is a ValueError too
         gcs.split_gcs_path(url)
     assert os.listdir(tmp_path) == []  # no local folder named "gs:" (or anything else)
@@ -36,7 +36,7 @@ def test_valid_bucket_names_split():
 
 
 @pytest.mark.parametrize("proxy", ["closed-port", "refusing"])
-def test_an_unreachable_gcs_is_one_clear_error_within_seconds(proxy):
+def test_an_unreachable_gcs_is_one_clear_error_within_seconds(proxy, monkeypatch):
     """Offline (here: the proxy TensorFlow would use is closed, or refuses GCS): one 5 s probe, then
     RuntimeError naming the offline choices, instead of TensorFlow's retries and a libcurl message."""
     import socket
@@ -58,11 +58,13 @@ def test_an_unreachable_gcs_is_one_clear_error_within_seconds(proxy):
                 conn.sendall(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
 
         threading.Thread(target=refuse, daemon=True).start()
+    monkeypatch.delenv("TPU_COURSE_LOCAL_GCS", raising=False)
+    monkeypatch.delenv("HTTPS_PROXY", raising=False)
+    monkeypatch.setenv("https_proxy", f"http://127.0.0.1:{port}")
     start = time.monotonic()
     try:
         with pytest.raises(RuntimeError, match="cannot reach Google Cloud Storage.*local emulator"):
-            gcs.check_bucket("gs://my-course-bucket/data", runtime=CPU,
-                             env={"https_proxy": f"http://127.0.0.1:{port}"})
+            gcs.check_bucket("gs://my-course-bucket/data", runtime=CPU)
     finally:
         server.close()
     assert time.monotonic() - start < 10

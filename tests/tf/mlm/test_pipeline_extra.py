@@ -137,7 +137,7 @@ def test_fill_mask_pipeline_runs_in_a_tensorflow_process(tf, tmp_path):
 
     from transformers import TFAutoModelForMaskedLM
 
-    corpus = filter_lines(load_corpus("offline", offline_max_chars=60_000, cache_dir=tmp_path, verbose=False))
+    corpus = filter_lines(load_corpus("offline", offline_max_chars=60_000, verbose=False))
     tokenizer = train_unigram_tokenizer(corpus.dataset, 300)
     config = roberta_config(tokenizer, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
                                intermediate_size=32)

@@ -11,7 +11,7 @@ import pytest
 from course_testing import failed, skeleton
 
 from tpu_helpers.pod import exercise_checks as checks
-from tpu_helpers.pod import hosts, slices, solutions
+from tpu_helpers.pod import hosts, lesson_cells, slices, solutions
 from tpu_helpers.pod.sharding import shards_for_pipeline
 
 PY = sys.executable
@@ -34,11 +34,11 @@ def test_slice_layout_refuses_what_is_not_a_slice(bad):
 
 
 def test_commands_name_every_worker_and_the_delete():
-    assert "--worker=all --command='a && b'" in slices.on_every_worker("s", "z", "a && b")
-    assert "--worker=0 " in slices.on_every_worker("s", "z", "x", worker="0")
-    assert slices.delete_commands("s", "z") == ["gcloud compute tpus tpu-vm delete s --zone=z"]
-    assert "queued-resources delete q" in slices.delete_commands("s", "z", "q")[0]
-    assert "--node-id=s" in slices.queued_resource_commands("q", "s", "z", "v4-16", "rt")[0]
+    assert "--worker=all --command='a && b'" in lesson_cells.on_every_worker("s", "z", "a && b")
+    assert "--worker=0 " in lesson_cells.on_every_worker("s", "z", "x", worker="0")
+    assert lesson_cells.delete_commands("s", "z") == ["gcloud compute tpus tpu-vm delete s --zone=z"]
+    assert "queued-resources delete q" in lesson_cells.delete_commands("s", "z", "q")[0]
+    assert "--node-id=s" in lesson_cells.queued_resource_commands("q", "s", "z", "v4-16", "rt")[0]
 
 
 @pytest.mark.parametrize("count,pipelines", [(4, 2), (5, 2), (16, 4), (4, 4), (9, 1)])
