@@ -1,5 +1,4 @@
-"""Notebook 00's verdicts: does each framework work here, and if not, what to do (never raised). The PyTorch/XLA
-probe gets torch_xla's own libtpu in a side folder, and a failure names a libtpu mismatch."""
+"""Notebook 00's verdicts: does each framework work here, and if not, what to do (never raised)."""
 from __future__ import annotations
 
 import os
@@ -8,14 +7,10 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from tpu_helpers.core import tpu_lock
 from tpu_helpers.core.frameworks import TPUHeldError, WrongBuildError, check_tpu_build
 from tpu_helpers.ready import first_xla
-
-__all__ = ["Verdict", "build_check", "torch_xla_libtpu", "libtpu_matches", "fetch_libtpu", "pjrt_api_versions",
-           "torch_failure", "torch_verdict", "tf_probe", "tf_verdict", "report", "NAMES"]
 
 NAMES = {"tf": "TensorFlow", "torch": "PyTorch/XLA"}
 # XLA's pjrt_api.cc logs it (INFO) when a framework loads a PJRT plugin such as libtpu
@@ -41,21 +36,18 @@ class Verdict:
         return text + (f" To do: {self.todo}" if self.todo else "")
 
 
-def build_check(runtime, framework: str, *, probe_devices: bool = False, **inject) -> tuple[bool | None, str]:
+def build_check(runtime, framework: str, *, probe_devices: bool = False) -> tuple[bool | None, str]:
     """`check_tpu_build` as (True, what it says), (False: wrong build, why) or (None: the TPU is held, why)."""
     try:
-        return True, check_tpu_build(runtime, framework, probe_devices=probe_devices, **inject)
+        return True, check_tpu_build(runtime, framework, probe_devices=probe_devices)
     except WrongBuildError as e:
         return False, str(e)
     except TPUHeldError as e:
         return None, str(e)
 
 
-def torch_xla_libtpu(requires: list[str] | None = None) -> str | None:
-    """The libtpu release torch_xla's ``[tpu]`` extra pins (its metadata in the PyTorch/XLA environment:
-    ``libtpu==0.0.21`` for 2.9), or None."""
-    if requires is None:
-        requires = first_xla.torch_xla_requires()
+def torch_xla_libtpu(requires: list[str]) -> str | None:
+    """The libtpu release torch_xla's ``[tpu]`` extra pins in its `requires` (0.0.21 for 2.9), or None."""
     for req in requires:
         m = re.fullmatch(r"libtpu\s*==\s*([0-9][0-9.]*)\s*;\s*extra\s*==\s*['\"]tpu['\"]", req.strip())
         if m:
@@ -68,17 +60,16 @@ def libtpu_matches(have: str | None, want: str) -> bool:
     return bool(have) and (have == want or have.startswith(want + "."))
 
 
-def fetch_libtpu(version: str, *, folder: Path | None = None, run: Callable = subprocess.run) -> tuple[str | None, str]:
-    """libtpu `version` (else a post-release: 0.0.21 has no wheel for Python 3.13) in a side folder, the installed one
-    left alone: (its ``libtpu.so`` or None when pip failed, what happened)."""
-    folder = Path(folder or SIDE_FOLDER / f"libtpu-{version}")
+def fetch_libtpu(version: str) -> tuple[str | None, str]:
+    """libtpu `version` (or a post-release: 0.0.21 has no wheel for Python 3.13) in a side folder: (libtpu.so, how)."""
+    folder = SIDE_FOLDER / f"libtpu-{version}"
     found = sorted(folder.glob("libtpu/libtpu.so"))
     problem = ""
     for spec in ([] if found else [f"libtpu=={version}", f"libtpu=={version}.*"]):
         argv = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--upgrade", "--retries", "2",
                 "--timeout", "30", "--target", str(folder), spec]
         try:
-            proc = run(argv, capture_output=True, text=True, timeout=900)
+            proc = subprocess.run(argv, capture_output=True, text=True, timeout=900)
         except subprocess.TimeoutExpired:
             proc = subprocess.CompletedProcess(argv, None, "", "timed out after 900 s")
         found = sorted(folder.glob("libtpu/libtpu.so"))
@@ -100,8 +91,7 @@ def pjrt_api_versions(output: str) -> tuple[str, str] | None:
 
 def torch_failure(output: str, returncode: int | None, *, have: str | None, want: str | None,
                   side: bool) -> tuple[str, str]:
-    """(what went wrong, what to do) for a failed PyTorch/XLA probe on a TPU: a libtpu mismatch where the versions
-    (unless the probe had its own libtpu, ``side``) or the PJRT API line show one, else the child's last lines."""
+    """(what went wrong, what to do) for a failed PyTorch/XLA probe on a TPU: a libtpu mismatch, else its last lines."""
     pjrt = pjrt_api_versions(output)
     tail = " | ".join(ln.strip() for ln in (output or "").strip().splitlines()[-3:])
     exit_ = "timed out" if returncode is None else f"exit {returncode}"
@@ -122,22 +112,16 @@ def torch_failure(output: str, returncode: int | None, *, have: str | None, want
             "restart the runtime and run notebook 02 from the top; if it fails there too, report these lines.")
 
 
-def torch_verdict(runtime, *, probe: Callable | None = None, installed: Callable | None = None,
-                  requires: list[str] | None = None, fetch: Callable = fetch_libtpu,
-                  lock_holder: Callable[[], int | None] | None = None) -> tuple[Verdict, dict | None]:
-    """PyTorch/XLA's verdict and the probe's result (None when it did not run or failed); on a TPU VM the probe runs
-    with torch_xla's own libtpu, once no other process holds the chips. ``installed``: the PyTorch/XLA environment's
-    versions (`first_xla.torch_environment`) by default."""
-    probe = probe or first_xla.torch_xla_first_xla
-    installed = installed or first_xla.torch_environment()[0].get
-    xla = installed("torch-xla")
+def torch_verdict(runtime, installed: dict, requires: list[str]) -> tuple[Verdict, dict | None]:
+    """PyTorch/XLA's verdict and probe result from `first_xla.torch_environment`; on a TPU, with its own libtpu."""
+    xla = installed.get("torch-xla")
     if not xla:
         return Verdict("torch", None, "", "torch_xla is not installed in this runtime.",
                        "nothing here: the PyTorch/XLA notebooks (02, 05-07) install it in their install cell."), None
-    where, note, path, have, want = "CPU", "", None, installed("libtpu"), None
+    where, note, path, have, want = "CPU", "", None, installed.get("libtpu"), None
     if runtime.is_tpu_vm:
         where = "TPU"
-        pid = (lock_holder or (lambda: tpu_lock.libtpu_lock_holder(self_pid=-1)))()
+        pid = tpu_lock.libtpu_lock_holder(self_pid=-1)
         if pid == os.getpid():
             return Verdict("torch", None, where, "This kernel itself holds the TPU (TensorFlow took it when section 4 "
                            "ran).", "restart the runtime and run this notebook from the top."), None
@@ -146,12 +130,12 @@ def torch_verdict(runtime, *, probe: Callable | None = None, installed: Callable
             return Verdict("torch", None, where, what, fix), None
         want = torch_xla_libtpu(requires)
         if want and not libtpu_matches(have, want):
-            path, fetched = fetch(want)
+            path, fetched = fetch_libtpu(want)
             note = (f" torch_xla {xla} asks libtpu {want}; this runtime has libtpu {have or '(none)'} (TensorFlow's, "
                     "from this notebook's install cell), so the check ran with "
                     + (f"{fetched}." if path else f"the installed one: {fetched}."))
     try:
-        result = probe(runtime, libtpu_path=path)
+        result = first_xla.torch_xla_first_xla(runtime, libtpu_path=path)
     except first_xla.ProbeFailed as e:
         if not runtime.is_tpu_vm:
             return Verdict("torch", False, "", f"On the CPU, {e}",
@@ -170,13 +154,12 @@ def torch_verdict(runtime, *, probe: Callable | None = None, installed: Callable
                    f"({result['devices']} device(s)).{api}{note}"), result
 
 
-def tf_probe(runtime, tpu: bool | None, *, run: Callable | None = None) -> dict:
+def tf_probe(runtime, tpu: bool | None) -> dict:
     """`first_xla.tf_first_xla` on the TPU when `tpu`, else the CPU; on a TPU VM an error comes back as ``xla: False``."""
-    run, tpu = run or first_xla.tf_first_xla, bool(tpu)
     if not runtime.is_tpu_vm:
-        return run(runtime, tpu=False)
+        return first_xla.tf_first_xla(runtime, tpu=False)
     try:
-        return run(runtime, tpu=tpu)
+        return first_xla.tf_first_xla(runtime, tpu=bool(tpu))
     except Exception as e:  # noqa: BLE001  (TensorFlow raises several types when it cannot use the TPU)
         first = str(e).strip().splitlines()[0][:300] if str(e).strip() else ""
         return {"xla": False, "why": f"{type(e).__name__} on the {'TPU' if tpu else 'host'}: {first}",

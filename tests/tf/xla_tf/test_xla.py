@@ -267,9 +267,10 @@ def test_without_xlas_records_the_count_is_refused_not_guessed():
 
 def test_first_xla_check_traces_once_and_returns_hlo(tf):
     """What notebook 00 shows (moved here from its asserts): one input shape, one trace, an HLO module."""
+    from tpu_helpers.core.runtime import detect_runtime
     from tpu_helpers.ready import first_xla
 
-    check = first_xla.tf_first_xla()
+    check = first_xla.tf_first_xla(detect_runtime())
     assert check["traces"] == 1 and check["value"] == check["expected"] and check["hlo"].startswith("HloModule")
 
 
