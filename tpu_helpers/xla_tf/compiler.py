@@ -17,9 +17,6 @@ class XlaCheck:
     message: str | None = None  # the line of the error that says why
     value: Any = None  # the function's result when it compiled
 
-    def __bool__(self) -> bool:
-        return self.compiles
-
     def __str__(self) -> str:
         if self.compiles:
             return "compiles with XLA"

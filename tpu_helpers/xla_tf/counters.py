@@ -53,7 +53,7 @@ class JitFunction:
         self.tag = f"{MODULE_TAG}{os.getpid()}x{next(_IDS)}_{name}"
         self.traces = 0  # incremented by Python code that only runs while TensorFlow traces
         self.calls = 0
-        self.signatures: dict[tuple, int] = {}  # input signature -> calls with it
+        self.signatures: set[tuple] = set()  # the input signatures it ran with
 
         def traced(*args, **kwargs):
             self.traces += 1
@@ -64,24 +64,12 @@ class JitFunction:
         functools.update_wrapper(traced, fn, updated=())
         del traced.__wrapped__
         traced.__name__ = traced.__qualname__ = self.tag
-
-        tf_function_kwargs.setdefault("jit_compile", True)
-        if not tf_function_kwargs["jit_compile"]:
-            raise ValueError("JitFunction counts XLA compilations: it needs jit_compile=True")
-        self.function = tf.function(traced, **tf_function_kwargs)
+        self.function = tf.function(traced, jit_compile=True, **tf_function_kwargs)
 
     def __call__(self, *args, **kwargs):
-        key = _signature(args, kwargs)
-        new = key not in self.signatures
-        self.signatures[key] = self.signatures.get(key, 0) + 1
-        try:
-            with on_xla_device():  # a TPU's first core where TensorFlow is connected to one: no XLA for its host
-                out = self.function(*args, **kwargs)
-        except Exception:
-            self.signatures[key] -= 1
-            if new:
-                del self.signatures[key]
-            raise
+        with on_xla_device():  # a TPU's first core where TensorFlow is connected to one: no XLA for its host
+            out = self.function(*args, **kwargs)
+        self.signatures.add(_signature(args, kwargs))
         self.calls += 1
         return out
 
@@ -121,9 +109,7 @@ def jit(fn: Callable, **tf_function_kwargs: Any) -> JitFunction:
 class CompilationCounter:
     """What some `jit` functions did between enter and exit (``compilations``, ``cache_hits``, ...; ``per_function``)."""
 
-    def __init__(self, *functions):
-        if not functions or not all(isinstance(f, JitFunction) for f in functions):
-            raise TypeError("CompilationCounter(step, ...) watches functions made with tpu_helpers.xla_tf.counters.jit")
+    def __init__(self, *functions: JitFunction):
         self.functions = functions
         self.__enter__().update()
 
@@ -147,12 +133,9 @@ class CompilationCounter:
         self.cache_hits = max(self.calls - self.compilations, 0)
         return self
 
-    def as_dict(self) -> dict[str, int]:
-        return {"compilations": self.compilations, "cache_hits": self.cache_hits, "traces": self.traces,
-                "calls": self.calls}
-
     def __str__(self) -> str:
-        return " ".join(f"{k}={v}" for k, v in self.as_dict().items())
+        return (f"compilations={self.compilations} cache_hits={self.cache_hits} traces={self.traces} "
+                f"calls={self.calls}")
 
 
 def seconds_per_call(fn: Callable, *args, repeat: int = 20, warmup_steps: int = 2, **kwargs) -> float:
