@@ -64,7 +64,8 @@ class JitFunction:
         functools.update_wrapper(traced, fn, updated=())
         del traced.__wrapped__
         traced.__name__ = traced.__qualname__ = self.tag
-        self.function = tf.function(traced, jit_compile=True, **tf_function_kwargs)
+        tf_function_kwargs["jit_compile"] = True  # its calls run on_xla_device(), in __call__
+        self.function = tf.function(traced, **tf_function_kwargs)
 
     def __call__(self, *args, **kwargs):
         with on_xla_device():  # a TPU's first core where TensorFlow is connected to one: no XLA for its host
