@@ -2,14 +2,12 @@
 from __future__ import annotations
 
 import math
-import numbers
 import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from tpu_helpers.core.runtime import _DEVICES_PER_CHIP, parse_accelerator_type, slice_hosts
 
-# -------------------------------------------------------------------------------------- batch arithmetic
 DEFAULT_SLICES = ("v5e-1", "v2-8", "v3-8", "v5e-8", "v3-32")
 
 
@@ -36,8 +34,6 @@ def slice_info(name: str) -> SliceInfo:
 
 def split_batch(batch: int, replicas: int) -> list[int]:
     """How ``tf.distribute`` splits a batch: ``ceil(batch / replicas)`` each until it runs out (TF 2.20)."""
-    if replicas < 1 or batch < 0:
-        raise ValueError("need replicas >= 1 and batch >= 0")
     each = math.ceil(batch / replicas) if batch else 0
     return [max(0, min(each, batch - i * each)) for i in range(replicas)]
 
@@ -108,17 +104,7 @@ class BatchPlan:
                 "batch shapes": len(self.batch_sizes)}
 
 
-def plan_batches(per_replica_batch: int, replicas: int, dataset_size: int, drop_remainder: bool = True,
-                 hosts: int | None = 1, name: str = "") -> BatchPlan:
-    """The batch arithmetic of one configuration. Raises ValueError for sizes that cannot work."""
-    counts = (per_replica_batch, replicas, dataset_size)
-    if (any(isinstance(v, bool) or not isinstance(v, numbers.Integral) for v in counts)  # numpy integers are fine
-            or min(per_replica_batch, replicas) < 1 or dataset_size < 0):
-        raise ValueError(f"batches and steps are counts: per_replica_batch and replicas must be >= 1 and dataset_size "
-                         f">= 0, each a whole number (got {counts})")
-    if hosts and replicas % hosts:
-        raise ValueError(f"{replicas} replicas cannot be spread evenly over {hosts} hosts")
-    return BatchPlan(per_replica_batch, replicas, dataset_size, drop_remainder, hosts, name)
+plan_batches = BatchPlan  # the batch arithmetic of one configuration
 
 
 def batch_table(per_replica_batch: int, dataset_size: int, slices: Iterable[str] = DEFAULT_SLICES,
@@ -134,7 +120,6 @@ def batch_table(per_replica_batch: int, dataset_size: int, slices: Iterable[str]
     return plans
 
 
-# ------------------------------------------------------------------------------ what the replicas saw
 def replica_batch_shapes(strategy: Any, dataset: Any, steps: int | None = None) -> list[list[tuple[tuple[int, ...], ...]]]:
     """Per step and replica, the shapes of the batch each replica received (read in a tf.function)."""
     import tensorflow as tf

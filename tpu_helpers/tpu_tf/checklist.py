@@ -52,7 +52,7 @@ def tpu_checklist(strategy: Any, model: Any = None, dataset: Any = None, xla_tra
     if dataset is not None:
         report = inspect_pipeline(dataset)
         items.append(CheckItem("data pipeline is pure tf.data (a TPU Node can run it)", report.is_pure,
-                               "" if report.is_pure else "; ".join(sorted({f.kind for f in report.findings}))))
+                               "" if report.is_pure else "; ".join(sorted(report.kinds))))
         local = report.local_files
         if not report.is_pure:
             files_ok, files_detail = None, "cannot tell: its Python ops may read local files (to_tf_dataset does)"

@@ -20,21 +20,11 @@ EXPLANATIONS = {
 }
 
 
-@dataclass(frozen=True)
-class Finding:
-    """One non-pure piece of the pipeline: `kind` (py_function, numpy_function, from_generator), where."""
-
-    kind: str
-    op: str
-    function: str
-    explanation: str
-
-
 @dataclass
 class PipelineReport:
     """What `inspect_pipeline` found. `is_pure`: no Python ops; `node_ready`: pure and no local files."""
 
-    findings: list[Finding] = field(default_factory=list)
+    findings: list[str] = field(default_factory=list)  # one kind per Python op: py_function, numpy_function ...
     files: list[str] = field(default_factory=list)
     op_counts: Counter = field(default_factory=Counter)
 
@@ -44,7 +34,7 @@ class PipelineReport:
 
     @property
     def kinds(self) -> set[str]:
-        return {f.kind for f in self.findings}
+        return set(self.findings)
 
     @property
     def local_files(self) -> list[str]:
@@ -58,16 +48,13 @@ class PipelineReport:
         """Plain-language verdict, one paragraph per kind of finding."""
         lines = (["Pure tf.data: no Python ops; TensorFlow can run this pipeline anywhere."] if self.is_pure else
                  [f"Not pure: {len(self.findings)} Python op(s); a TPU Node cannot run this pipeline."]
-                 + [f"- {kind}: {EXPLANATIONS[kind]}" for kind in dict.fromkeys(f.kind for f in self.findings)])
+                 + [f"- {kind}: {EXPLANATIONS[kind]}" for kind in dict.fromkeys(self.findings)])
         if self.local_files:
             lines.append(f"Reads {len(self.local_files)} local file(s) (e.g. {self.local_files[0]}): fine on a TPU VM, "
                          "invisible to a TPU Node; copy them to gs:// for a Node.")
         elif self.files:
             lines.append(f"Reads {len(self.files)} file(s) from gs://: every TPU can reach them.")
         return "\n".join(lines)
-
-    def __str__(self) -> str:
-        return self.explain()
 
 
 def _graph_def(dataset: Any) -> Any:
@@ -120,9 +107,9 @@ def inspect_pipeline(dataset: Any) -> PipelineReport:
             if n.op in PY_OPS:
                 from_gen = fname in generator_fns or "from_generator" in fname
                 kind = "from_generator" if from_gen else PY_OPS[n.op]
-                if kind == "from_generator" and any(f.kind == kind for f in report.findings):
+                if kind == "from_generator" and kind in report.findings:
                     continue  # one generator = three PyFuncs (init, next, finalize): report it once
-                report.findings.append(Finding(kind, n.op, fname, EXPLANATIONS[kind]))
+                report.findings.append(kind)
             elif (n.op in FILE_DATASET_OPS or n.name.startswith("FileIdentity")) and n.input:
                 src = by_name.get(n.input[0].split(":")[0].lstrip("^"))
                 if src is not None:

@@ -6,7 +6,7 @@ import re
 from typing import Any, Mapping
 
 from tpu_helpers.core.runtime import Runtime, detect_runtime
-from tpu_helpers.core.tpu_lock import LIBTPU_LOCKFILE, held_message, libtpu_lock_holder
+from tpu_helpers.core.tpu_lock import held_message, libtpu_lock_holder
 
 # The TPU build, installed the way the notebooks' install cell does it (tools/install_plan.py owns the plan).
 TF_TPU_INSTALL = ("pip uninstall -y tensorflow tensorflow-cpu && pip install tensorflow-tpu==2.20.0 libtpu==0.0.14 "
@@ -32,16 +32,15 @@ def tpu_to_connect(runtime: Runtime, tpu: str | None = None, env: Mapping[str, s
 
 
 def explain_tpu_error(exc: BaseException, tpu: str | None, runtime: Runtime, zone: str | None = None,
-                      project: str | None = None, lockfile: str = LIBTPU_LOCKFILE,
-                      proc_locks: str = "/proc/locks") -> BaseException:
+                      project: str | None = None) -> BaseException:
     """A RuntimeError saying what went wrong and the fix, for a known failure to connect to `tpu`; else `exc`."""
     msg, name = str(exc), type(exc).__name__
     how = "vm" if tpu == "local" else ("node" if (tpu or "").startswith("grpc://") else "named")
     if "already in use by process with pid" in msg:
         m = re.search(r"pid (\d+)", msg)
-        return _error(*held_message(int(m.group(1)) if m else None, lockfile))
+        return _error(*held_message(int(m.group(1)) if m else None))
     if "libtpu_lockfile" in msg or "libtpu multi-process lockfile" in msg:
-        return _error(*held_message(libtpu_lock_holder(lockfile, proc_locks), lockfile))
+        return _error(*held_message(libtpu_lock_holder()))
     if "Please provide a TPU Name" in msg:
         return _error("No TPU name: TPUClusterResolver() needs tpu='local' on a TPU VM, a grpc:// address for a TPU "
                       "Node, or a Cloud TPU name (also read from the TPU_NAME variable), and none was found.",
@@ -63,13 +62,9 @@ def explain_tpu_error(exc: BaseException, tpu: str | None, runtime: Runtime, zon
     # NotFoundError: both mean no TPU here (seen in the hosted rehearsals of Colab's and Kaggle's TPU images)
     if name == "NotFoundError" or "TPUs not found in the cluster" in msg or \
             (name == "InternalError" and how == "vm" and not runtime.is_tpu):
-        holder = libtpu_lock_holder(lockfile, proc_locks) if how == "vm" else None
+        holder = libtpu_lock_holder() if how == "vm" else None
         if holder:
-            return _error(*held_message(holder, lockfile))
-        if "ConfigureDistributedTPU" in msg and how == "vm" and runtime.is_tpu_vm:  # chips here, no TPU build
-            return _error("TensorFlow has no TPU support here: this is the CPU-only `tensorflow` wheel, which cannot "
-                          "drive the TPU chips of this VM.", f"install the TPU build, `{TF_TPU_INSTALL}`, then "
-                          "restart the kernel (the notebook's install cell does this on Colab and Kaggle).")
+            return _error(*held_message(holder))
         return _error(f"TensorFlow found no TPU through TPUClusterResolver(tpu={tpu!r}) ({runtime.describe()})",
                       "choose a TPU runtime (Colab: Runtime > Change runtime type > TPU; Kaggle: Accelerator > TPU "
                       f"VM), make sure the TPU build is installed (`{TF_TPU_INSTALL}`), and restart the kernel; or "
@@ -100,7 +95,7 @@ def describe_strategy(strategy: Any, runtime: Runtime | None = None) -> str:
     return f"No TPU or GPU: {type(strategy).__name__}, {reps} on the CPU."
 
 
-def check_replicas(strategy: Any, requested: int | None, quiet: bool = False) -> int:
+def check_replicas(strategy: Any, requested: int | None) -> int:
     """``num_replicas_in_sync``; on a CPU it must equal `requested` (REPLICAS), elsewhere the hardware decides."""
     n = int(strategy.num_replicas_in_sync)
     if requested is None or n == requested:
@@ -111,15 +106,14 @@ def check_replicas(strategy: Any, requested: int | None, quiet: bool = False) ->
     if kind in ("cpu", "cpu-replicas"):
         raise _error(f"REPLICAS = {requested} asked for {requested} simulated replicas, but the strategy runs {n}",
                      _RESTART)
-    if not quiet:
-        print(f"REPLICAS = {requested} is ignored: this {kind.upper()} has {n} replica{'s' if n != 1 else ''}, "
-              "and the hardware decides (REPLICAS splits only a CPU).")
+    print(f"REPLICAS = {requested} is ignored: this {kind.upper()} has {n} replica{'s' if n != 1 else ''}, "
+          "and the hardware decides (REPLICAS splits only a CPU).")
     return n
 
 
 def get_strategy(runtime: Runtime | None = None, *, profile: Any = None, tpu: str | None = None,
                  zone: str | None = None, project: str | None = None, cpu_replicas: int | None = None,
-                 env: Mapping[str, str] | None = None, quiet: bool = False) -> Any:
+                 env: Mapping[str, str] | None = None) -> Any:
     """Notebook 03's `make_strategy` for this runtime, a known failure explained; prints one line."""
     from tpu_helpers.tpu_tf.lesson_cells import make_strategy
 
@@ -137,6 +131,5 @@ def get_strategy(runtime: Runtime | None = None, *, profile: Any = None, tpu: st
         if clear is e:
             raise
         raise clear from None
-    if not quiet:
-        print(describe_strategy(strategy, runtime))
+    print(describe_strategy(strategy, runtime))
     return strategy
