@@ -38,7 +38,7 @@ def split_batch(batch: int, replicas: int) -> list[int]:
     return [max(0, min(each, batch - i * each)) for i in range(replicas)]
 
 
-@dataclass(frozen=True)
+@dataclass
 class BatchPlan:
     """Per-replica and global batch, steps per epoch, and the batch shapes one epoch produces."""
 
@@ -46,54 +46,21 @@ class BatchPlan:
     replicas: int
     dataset_size: int
     drop_remainder: bool = True
-    hosts: int | None = 1
+    hosts: int | None = 1  # TPU VMs; None when not known
     name: str = ""
 
-    @property
-    def global_batch(self) -> int:
-        return self.per_replica_batch * self.replicas
-
-    @property
-    def remainder(self) -> int:
-        return self.dataset_size % self.global_batch
-
-    @property
-    def steps_per_epoch(self) -> int:
-        full = self.dataset_size // self.global_batch
-        return full if self.drop_remainder or not self.remainder else full + 1
-
-    @property
-    def dropped_examples(self) -> int:
-        """Examples an epoch skips (with ``drop_remainder=True``; they are seen in later epochs if shuffled)."""
-        return self.remainder if self.drop_remainder else 0
-
-    @property
-    def batch_sizes(self) -> list[int]:
-        """The distinct global batch sizes one epoch produces: each is one more XLA compilation."""
-        sizes = [self.global_batch] if self.dataset_size >= self.global_batch else []
-        if not self.drop_remainder and self.remainder:
-            sizes.append(self.remainder)
-        return sizes
-
-    @property
-    def compilations(self) -> int:
-        return len(self.batch_sizes)
-
-    @property
-    def per_replica_split(self) -> list[int]:
-        return split_batch(self.global_batch, self.replicas)
-
-    @property
-    def last_batch_split(self) -> list[int] | None:
-        """How the final partial batch is split (None when there is none)."""
-        if self.drop_remainder or not self.remainder:
-            return None
-        return split_batch(self.remainder, self.replicas)
-
-    @property
-    def per_host_batch(self) -> int | None:
-        """What each host's input pipeline must produce on a multi-host slice (global batch / hosts)."""
-        return self.global_batch // self.hosts if self.hosts else None
+    def __post_init__(self):
+        self.global_batch = self.per_replica_batch * self.replicas
+        self.per_host_batch = self.global_batch // self.hosts if self.hosts else None  # what each host's pipeline makes
+        self.remainder = self.dataset_size % self.global_batch
+        ragged = bool(self.remainder) and not self.drop_remainder  # a last, partial batch
+        self.steps_per_epoch = self.dataset_size // self.global_batch + ragged
+        self.dropped_examples = self.remainder if self.drop_remainder else 0  # seen in later epochs if shuffled
+        # the distinct global batch sizes one epoch produces: each is one more XLA compilation
+        self.batch_sizes = [self.global_batch] * int(self.dataset_size >= self.global_batch) + [self.remainder] * ragged
+        self.compilations = len(self.batch_sizes)
+        self.per_replica_split = split_batch(self.global_batch, self.replicas)
+        self.last_batch_split = split_batch(self.remainder, self.replicas) if ragged else None
 
     def row(self) -> dict[str, Any]:
         return {"slice": self.name or f"{self.replicas} replicas", "hosts": self.hosts if self.hosts else "?",

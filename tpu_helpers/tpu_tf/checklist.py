@@ -27,7 +27,6 @@ def unsynced_variables(strategy: Any, variables: Iterable[Any]) -> list[str]:
     return out
 
 
-# --------------------------------------------------------------------------------------- the checklist
 @dataclass
 class CheckItem:
     """One line of the TPU-readiness checklist: `ok` is True/False, or None when it cannot be checked here."""
@@ -65,16 +64,11 @@ def tpu_checklist(strategy: Any, model: Any = None, dataset: Any = None, xla_tra
         items.append(CheckItem("every shape in element_spec is static (drop_remainder=True, fixed padding)",
                                not dims, ", ".join(dims)))
     if model is not None:
-        variables = list(getattr(model, "variables", []))
-        opt = getattr(model, "optimizer", None)
-        if opt is not None and hasattr(opt, "variables"):
-            ov = opt.variables
-            variables += list(ov() if callable(ov) else ov)
+        variables = list(model.variables) + list(getattr(getattr(model, "optimizer", None), "variables", []))
         outside = variables_outside_scope(strategy, variables)
         items.append(CheckItem("model and optimizer created inside strategy.scope()", not outside,
                                f"{len(outside)} variable(s) outside, e.g. {outside[0]}" if outside
                                else f"{len(variables)} variables checked"))
-    if model is not None:
         decision, jit_compile = jit_compile_for(strategy), getattr(model, "jit_compile", None)
         items.append(CheckItem(f"jit_compile={decision.enabled} for this strategy ({strategy_kind(strategy)})",
                                None if jit_compile is None else bool(jit_compile) == decision.enabled, decision.reason))

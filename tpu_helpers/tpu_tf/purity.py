@@ -57,20 +57,6 @@ class PipelineReport:
         return "\n".join(lines)
 
 
-def _graph_def(dataset: Any) -> Any:
-    import tensorflow as tf
-
-    from tpu_helpers._compat import dataset_variant
-
-    graph_def = tf.compat.v1.GraphDef()
-    serialized = tf.raw_ops.DatasetToGraphV2(
-        input_dataset=dataset_variant(dataset),  # the dataset's graph handle
-        external_state_policy=1,  # IGNORE: serialise past stateful/Python ops, we want to list them
-        strip_device_assignment=True)
-    graph_def.ParseFromString(serialized.numpy())
-    return graph_def
-
-
 def _const_strings(node: Any) -> list[str]:
     import tensorflow as tf
 
@@ -89,7 +75,15 @@ def _const_strings(node: Any) -> list[str]:
 
 def inspect_pipeline(dataset: Any) -> PipelineReport:
     """List the Python ops (py_function, numpy_function, from_generator) and files of a `tf.data.Dataset`."""
-    graph_def = _graph_def(dataset)
+    import tensorflow as tf
+
+    from tpu_helpers._compat import dataset_variant
+
+    graph_def = tf.compat.v1.GraphDef()
+    graph_def.ParseFromString(tf.raw_ops.DatasetToGraphV2(
+        input_dataset=dataset_variant(dataset),  # the dataset's graph handle
+        external_state_policy=1,  # IGNORE: serialise past stateful/Python ops, we want to list them
+        strip_device_assignment=True).numpy())
     report = PipelineReport()
     bodies = [("<pipeline>", list(graph_def.node))]
     bodies += [(f.signature.name, list(f.node_def)) for f in graph_def.library.function]

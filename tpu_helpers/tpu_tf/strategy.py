@@ -80,21 +80,6 @@ def explain_tpu_error(exc: BaseException, tpu: str | None, runtime: Runtime, zon
     return exc
 
 
-def describe_strategy(strategy: Any, runtime: Runtime | None = None) -> str:
-    """One line: which strategy, how many replicas, on what."""
-    from tpu_helpers.xla_tf.lesson_cells import strategy_kind  # imports TensorFlow: only once there is a strategy
-
-    n, kind = strategy.num_replicas_in_sync, strategy_kind(strategy)
-    reps = f"{n} replica{'s' if n != 1 else ''}"
-    if kind == "tpu":
-        return f"Connected to {(runtime and runtime.slice_name) or 'a TPU'}: TPUStrategy with {reps} (one per core)."
-    if kind == "gpu":
-        return f"No TPU: MirroredStrategy over {reps} (one per GPU)."
-    if kind == "cpu-replicas":
-        return f"No TPU: MirroredStrategy over {n} logical CPU devices, simulating {reps} (a TPU's arithmetic)."
-    return f"No TPU or GPU: {type(strategy).__name__}, {reps} on the CPU."
-
-
 def check_replicas(strategy: Any, requested: int | None) -> int:
     """``num_replicas_in_sync``; on a CPU it must equal `requested` (REPLICAS), elsewhere the hardware decides."""
     n = int(strategy.num_replicas_in_sync)
@@ -112,10 +97,11 @@ def check_replicas(strategy: Any, requested: int | None) -> int:
 
 
 def get_strategy(runtime: Runtime | None = None, *, profile: Any = None, tpu: str | None = None,
-                 zone: str | None = None, project: str | None = None, cpu_replicas: int | None = None,
+                 zone: str | None = None, project: str | None = None, cpu_replicas: int = 1,
                  env: Mapping[str, str] | None = None) -> Any:
     """Notebook 03's `make_strategy` for this runtime, a known failure explained; prints one line."""
     from tpu_helpers.tpu_tf.lesson_cells import make_strategy
+    from tpu_helpers.xla_tf.lesson_cells import strategy_kind
 
     env = os.environ if env is None else env
     runtime = runtime or detect_runtime(env)
@@ -125,11 +111,13 @@ def get_strategy(runtime: Runtime | None = None, *, profile: Any = None, tpu: st
                      "choose a TPU runtime (Colab: Runtime > Change runtime type > TPU; Kaggle: Settings > "
                      "Accelerator > TPU VM v5e-8), or name a Cloud TPU (TPU_NAME); or run here with PROFILE='cpu'.")
     try:
-        strategy = make_strategy(target, zone, project, cpu_replicas=cpu_replicas or 1)
+        strategy = make_strategy(target, zone, project, cpu_replicas=cpu_replicas)
     except Exception as e:  # noqa: BLE001 - every known failure is explained, others re-raised as they are
         clear = explain_tpu_error(e, target, runtime, zone, project)
         if clear is e:
             raise
         raise clear from None
-    print(describe_strategy(strategy, runtime))
+    n = strategy.num_replicas_in_sync
+    print(f"{type(strategy).__name__} with {n} replica{'s' if n != 1 else ''} ({strategy_kind(strategy)}) on "
+          f"{runtime.slice_name or runtime.kind}")
     return strategy

@@ -69,8 +69,8 @@ def build_check(monkeypatch, runtime, framework, probe_devices=False, **core_fak
 
 
 def tpu_result(output=""):
-    return {"installed": True, "device": "xla:0", "device_type": "TPU", "devices": 1, "value": 83.0,
-            "compilations": 1, "seconds": 0.1, "torch_xla": "2.9.0", "output": output}
+    return {"device": "xla:0", "device_type": "TPU", "devices": 1, "value": 83.0,
+            "compilations": 1, "torch_xla": "2.9.0", "output": output}
 
 
 # ------------------------------------------------------------------------------------------------ builds
@@ -289,9 +289,8 @@ def test_tf_probe_reports_a_tpu_error_and_stays_on_the_cpu_without_the_tpu(monke
 
 
 def test_the_report_has_one_paragraph_per_framework():
-    text = verdicts.report([Verdict("torch", True, "TPU", "ran."), Verdict("tf", False, "", "no TPU.", "use cpu.")])
-    assert text.splitlines() == ["- PyTorch/XLA: works here (on the TPU). ran.",
-                                 "- TensorFlow: does not work here. no TPU. To do: use cpu."]
+    lines = [Verdict("torch", True, "TPU", "ran.").line(), Verdict("tf", False, "", "no TPU.", "use cpu.").line()]
+    assert lines == ["PyTorch/XLA: works here (on the TPU). ran.", "TensorFlow: does not work here. no TPU. To do: use cpu."]
     assert sys.modules.get("torch_xla") is None
 
 
