@@ -89,21 +89,16 @@ def pjrt_api_versions(output: str) -> tuple[str, str] | None:
 def torch_failure(output: str, returncode: int | None, *, have: str | None, want: str | None,
                   side: bool) -> tuple[str, str]:
     """(what went wrong, what to do) for a failed PyTorch/XLA probe on a TPU: a libtpu mismatch, else its last lines."""
-    pjrt = pjrt_api_versions(output)
-    tail = " | ".join(ln.strip() for ln in (output or "").strip().splitlines()[-3:])
-    exit_ = "timed out" if returncode is None else f"exit {returncode}"
-    versions = bool(want) and not side and not libtpu_matches(have, want)
-    api = bool(pjrt) and pjrt[0] != pjrt[1]
-    if versions or api:
-        why = []
-        if versions:
-            why.append(f"torch_xla asks libtpu {want}, this runtime has libtpu {have or '(none)'} (this TensorFlow "
-                       "notebook's install cell installed TensorFlow's)")
-        if api:
-            why.append(f"the PJRT plugin (libtpu) has PJRT API version {pjrt[0]}, torch_xla's framework {pjrt[1]}")
+    pjrt, exit_ = pjrt_api_versions(output), "timed out" if returncode is None else f"exit {returncode}"
+    why = [f"torch_xla asks libtpu {want}, this runtime has libtpu {have or '(none)'} (this TensorFlow notebook's "
+           "install cell installed TensorFlow's)"] if want and not side and not libtpu_matches(have, want) else []
+    if pjrt and pjrt[0] != pjrt[1]:
+        why.append(f"the PJRT plugin (libtpu) has PJRT API version {pjrt[0]}, torch_xla's framework {pjrt[1]}")
+    if why:
         return (f"libtpu mismatch ({exit_}): " + "; ".join(why) + ".",
                 f"{_TORCH_NOTEBOOKS}{f' ({want})' if want else ''}: run them as they are (restart the runtime when "
                 "their install cell says so). Nothing else holds the TPU here.")
+    tail = " | ".join(ln.strip() for ln in (output or "").strip().splitlines()[-3:])
     return (f"the PyTorch/XLA check failed on the TPU ({exit_}), with no libtpu mismatch and no other process "
             f"holding the chips; its last lines: {tail}",
             "restart the runtime and run notebook 02 from the top; if it fails there too, report these lines.")

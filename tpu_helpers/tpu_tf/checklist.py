@@ -53,13 +53,10 @@ def tpu_checklist(strategy: Any, model: Any = None, dataset: Any = None, xla_tra
         items.append(CheckItem("data pipeline is pure tf.data (a TPU Node can run it)", report.is_pure,
                                "" if report.is_pure else "; ".join(sorted(report.kinds))))
         local = report.local_files
-        if not report.is_pure:
-            files_ok, files_detail = None, "cannot tell: its Python ops may read local files (to_tf_dataset does)"
-        else:
-            files_ok = not local
-            files_detail = f"reads {len(local)} local file(s): fine on a TPU VM" if local else ""
-        items.append(CheckItem("data is in memory or gs:// (no local files, for a TPU Node)", files_ok,
-                               files_detail))
+        files_detail = f"reads {len(local)} local file(s): fine on a TPU VM" if local else ""
+        items.append(CheckItem("data is in memory or gs:// (no local files, for a TPU Node)", not local if
+                               report.is_pure else None, files_detail if report.is_pure else
+                               "cannot tell: its Python ops may read local files (to_tf_dataset does)"))
         dims = unknown_dims(dataset.element_spec)
         items.append(CheckItem("every shape in element_spec is static (drop_remainder=True, fixed padding)",
                                not dims, ", ".join(dims)))

@@ -58,19 +58,14 @@ class PipelineReport:
 
 
 def _const_strings(node: Any) -> list[str]:
+    import numpy as np
     import tensorflow as tf
 
-    if node.op != "Const" or "value" not in node.attr:
+    if node.op != "Const" or node.attr["value"].tensor.dtype != tf.string.as_datatype_enum:
         return []
-    tensor = node.attr["value"].tensor
-    if tensor.dtype != tf.string.as_datatype_enum:
-        return []
-    try:  # the way tf.data reads its own file names back (Dataset._maybe_track_assets)
-        values = tf.io.parse_tensor(tensor.SerializeToString(), tf.string).numpy()
-    except (tf.errors.OpError, ValueError):
-        return []
-    values = values.reshape(-1) if hasattr(values, "reshape") else [values]
-    return [v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v) for v in values]
+    # the way tf.data reads its own file names back (Dataset._maybe_track_assets); make_ndarray fails on them
+    values = tf.io.parse_tensor(node.attr["value"].tensor.SerializeToString(), tf.string).numpy()
+    return [v.decode("utf-8", "replace") for v in np.reshape(values, -1)]  # a scalar too
 
 
 def inspect_pipeline(dataset: Any) -> PipelineReport:

@@ -36,11 +36,9 @@ def explain_tpu_error(exc: BaseException, tpu: str | None, runtime: Runtime, zon
     """A RuntimeError saying what went wrong and the fix, for a known failure to connect to `tpu`; else `exc`."""
     msg, name = str(exc), type(exc).__name__
     how = "vm" if tpu == "local" else ("node" if (tpu or "").startswith("grpc://") else "named")
-    if "already in use by process with pid" in msg:
+    if any(s in msg for s in ("already in use by process with pid", "libtpu_lockfile", "libtpu multi-process lockfile")):
         m = re.search(r"pid (\d+)", msg)
-        return _error(*held_message(int(m.group(1)) if m else None))
-    if "libtpu_lockfile" in msg or "libtpu multi-process lockfile" in msg:
-        return _error(*held_message(libtpu_lock_holder()))
+        return _error(*held_message(int(m.group(1)) if m else libtpu_lock_holder()))
     if "Please provide a TPU Name" in msg:
         return _error("No TPU name: TPUClusterResolver() needs tpu='local' on a TPU VM, a grpc:// address for a TPU "
                       "Node, or a Cloud TPU name (also read from the TPU_NAME variable), and none was found.",
@@ -51,9 +49,6 @@ def explain_tpu_error(exc: BaseException, tpu: str | None, runtime: Runtime, zon
                       f"{f' of project {project!r}' if project else ''}.",
                       "check the name, zone and project with `gcloud compute tpus tpu-vm list --zone=ZONE`; on the "
                       "TPU VM itself, use tpu='local' instead of its name.")
-    if "Missing runtime dependency on the Google API client" in msg:
-        return _error(f"Resolving the named TPU {tpu!r} needs the Cloud TPU API client, which is not installed.",
-                      "`pip install cloud-tpu-client`, or run on the TPU VM itself with tpu='local'.")
     if how == "named" and ("metadata.google.internal" in msg or name in ("URLError", "gaierror")
                            or "Name or service not known" in msg):
         return _error(f"Could not ask the GCE metadata server for the zone/project of TPU {tpu!r}: this machine is "

@@ -126,8 +126,8 @@ def test_known_failures_say_what_to_do():
     wrong = explained("Could not lookup TPU metadata from name 'my-tpu'. Please doublecheck the tpu argument in the "
                       "TPUClusterResolver constructor. Exception: <HttpError 404>", "my-tpu", zone="z", project="p")
     assert "does not know the TPU 'my-tpu' in zone 'z'" in wrong and "gcloud compute tpus tpu-vm list" in wrong
-    assert "pip install cloud-tpu-client" in explained(RuntimeError(
-        "Missing runtime dependency on the Google API client. Run `pip install cloud-tpu-client` to fix."), "my-tpu")
+    google_api = RuntimeError("Missing runtime dependency on the Google API client. Run `pip install cloud-tpu-client`")
+    assert explain_tpu_error(google_api, "my-tpu", CPU) is google_api  # TensorFlow's own message says what to do
     assert "metadata server" in explained(urllib.error.URLError("[Errno -2] Name or service not known"), "my-tpu")
     not_found = NotFoundError("TPUs not found in the cluster. Failed in initialization: ...")
     assert "found no TPU" in explained(not_found, "local", KAGGLE_VM) and "tensorflow-tpu==2.20.0" in explained(
