@@ -35,25 +35,20 @@ def check_clip_without_if(clip_without_if: Callable) -> CheckResult:
             norm = float(np.linalg.norm(g))
             what = f"a gradient of norm {norm:g} and max_norm={max_norm:g}"
             try:
-                got = np.asarray(compiled(tf.constant(g), max_norm))
-            except Exception as e:  # noqa: BLE001
-                if type(e).__name__ == "OperatorNotAllowedInGraphError":
-                    raise AssertionError(
-                        "your function still has a Python `if` (or `while`, `and`, `or`) on a tensor: without "
-                        "AutoGraph, XLA cannot compile it (OperatorNotAllowedInGraphError). Turn the condition into a "
-                        "number, tf.cast(norm > max_norm, tf.float32), and use it in arithmetic.") from None
-                raise AssertionError(f"XLA could not compile or run your function on {what}: "
-                                     f"{type(e).__name__}: {compiler._why(e)}") from None
-            if np.isnan(got).any():
-                raise AssertionError(
-                    f"for {what} your function returns NaN: it divides by the norm, which is 0 here. Without a branch "
-                    "every term is computed, and a 0 indicator does not cancel it (0 * inf and 0 / 0 are NaN). Keep "
-                    "the division safe, e.g. max_norm / tf.maximum(norm, max_norm).")
+                got = np.asarray(call_answer(compiled, tf.constant(g), max_norm, what=f"XLA's clip_without_if on {what}"))
+            except AssertionError as e:
+                if "OperatorNotAllowedInGraphError" not in str(e):
+                    raise
+                raise AssertionError("your function still has a Python `if` (or `while`, `and`, `or`) on a tensor: "
+                                     "without AutoGraph XLA cannot compile it (OperatorNotAllowedInGraphError). Turn it into a number, "
+                                     "tf.cast(norm > max_norm, tf.float32), and use it in arithmetic.") from None
+            assert not np.isnan(got).any(), (
+                f"for {what} your function returns NaN: without a branch every term is computed, also the division "
+                "by a norm of 0 (0 * inf is NaN). Keep it safe: max_norm / tf.maximum(norm, max_norm).")
             want = g * (max_norm / norm) if norm > max_norm else g
             assert got.shape == want.shape and np.allclose(got, want, rtol=1e-6, atol=1e-6), (
                 f"for {what} you return {np.round(got.astype(float), 4).tolist()}, the `if` version returns "
-                f"{np.round(want.astype(float), 4).tolist()}: above max_norm scale by max_norm / norm, otherwise "
-                "leave the gradient as it is")
+                f"{np.round(want.astype(float), 4).tolist()}: above max_norm scale by max_norm / norm, else keep it")
         ops = compiler.compiled_ir_stats(compiled, tf.constant(cases[0][0]), cases[0][1]).opcodes
         assert "conditional" not in ops and "while" not in ops, (
             "your numbers are right, but the compiled program still branches: XLA's HLO contains a `conditional` "
@@ -64,36 +59,25 @@ def check_clip_without_if(clip_without_if: Callable) -> CheckResult:
     return run_check(body)
 
 
-def _masked_batches():
-    rng = np.random.default_rng(1201)
-    loss = rng.exponential(size=(8, 128)).astype(np.float32)
-    batches = []
-    for fraction in (0.15, 0.05, 0.5, 1.0, 0.0):
-        labels = rng.integers(0, 1000, size=loss.shape)
-        labels[rng.random(loss.shape) >= fraction] = IGNORE_INDEX
-        batches.append(labels.astype(np.int32))
-    return loss, batches
-
-
 def check_masked_mean(masked_mean: Callable) -> CheckResult:
     """``masked_mean(per_token_loss, labels)``: static shapes, the mean over labels != -100 (0.0 if none)."""
 
     def body() -> str:
         tf = import_tensorflow()
-        loss, batches = _masked_batches()
+        rng = np.random.default_rng(1201)
+        loss = rng.exponential(size=(8, 128)).astype(np.float32)
+        batches = [np.where(rng.random(loss.shape) < fraction, rng.integers(0, 1000, size=loss.shape),
+                            IGNORE_INDEX).astype(np.int32) for fraction in (0.15, 0.05, 0.5, 1.0, 0.0)]
         total, loss_t = loss.size, tf.constant(loss)
         call_answer(masked_mean, loss_t, tf.constant(batches[0]), what="masked_mean(per_token_loss, labels)")
         compiled = counters.jit(masked_mean)
-        try:
-            ir = compiler.compiled_ir_stats(compiled, loss_t, tf.constant(batches[0]))
-        except Exception as e:  # noqa: BLE001
-            raise AssertionError(f"XLA could not compile masked_mean: {type(e).__name__}: {compiler._why(e)}") from None
+        ir = call_answer(compiler.compiled_ir_stats, compiled, loss_t, tf.constant(batches[0]),
+                         what="masked_mean compiled by XLA")
         if ir.dynamic_shapes:
             raise AssertionError(
                 "your loss still selects the labelled positions (tf.boolean_mask, x[mask], tf.where(mask) + gather): "
-                f"how many there are depends on the data, so XLA compiled it with data-dependent shapes "
-                f"({', '.join(ir.dynamic_shapes)}), padded to all {total} positions anyway. Keep every position: "
-                "multiply the losses by a 0/1 mask and divide by the number of labelled positions.")
+                f"XLA compiled data-dependent shapes ({', '.join(ir.dynamic_shapes)}), padded to all {total} positions "
+                "anyway. Keep every position: multiply by a 0/1 mask, divide by the number of labelled positions.")
         with counters.CompilationCounter(compiled) as counter:
             outs = [compiled(loss_t, tf.constant(labels)) for labels in batches]
         counts = []
@@ -102,9 +86,8 @@ def check_masked_mean(masked_mean: Callable) -> CheckResult:
             counts.append(int(keep.sum()))
             if not counts[-1]:
                 assert got.shape == () and got == 0.0, (
-                    f"for a batch with no labelled position (all {total} labels are -100) your loss is {short(got)}, "
-                    "not 0.0 (0 / 0 is NaN). A batch like that happens (a chunk of padding): "
-                    "tf.math.divide_no_nan(total, count)")
+                    f"for a batch with no labelled position (a chunk of padding) your loss is {short(got)}, not 0.0 "
+                    "(0 / 0 is NaN): tf.math.divide_no_nan(total, count)")
                 continue
             want = float(loss.astype(np.float64)[keep].mean())
             assert got.shape == () and np.isclose(got, want, rtol=1e-5), (
