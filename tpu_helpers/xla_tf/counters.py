@@ -19,12 +19,11 @@ _IDS = itertools.count(1)
 def xla_compiled_modules(tag: str) -> int:
     """How many HLO modules XLA compiled to run the tf.function traced as ``tag`` (files in ``--xla_dump_to``)."""
     m = re.search(r"--xla_dump_to=(\S+)", os.environ.get("XLA_FLAGS", ""))
-    folder = Path(m.group(1)) if m else None
-    if folder is None or not folder.is_dir():
+    if not (m and Path(m.group(1)).is_dir()):
         return 0
     pattern = re.compile(rf"^module_\d+\.\w*?_inference_{re.escape(tag)}_\d+__XlaMustCompile_true.*"
                          r"\.before_optimizations\.txt$")
-    return sum(1 for p in folder.iterdir() if pattern.match(p.name))
+    return sum(1 for p in Path(m.group(1)).iterdir() if pattern.match(p.name))
 
 
 def _signature(args: tuple, kwargs: dict) -> tuple:
@@ -32,13 +31,9 @@ def _signature(args: tuple, kwargs: dict) -> tuple:
     import numpy as np
     import tensorflow as tf
 
-    key = []
-    for leaf in tf.nest.flatten((args, kwargs), expand_composites=True):
-        if isinstance(leaf, (tf.Tensor, tf.Variable, np.ndarray)):
-            key.append(("tensor", tuple(leaf.shape), tf.as_dtype(leaf.dtype).name))  # NumPy or TF: same key
-        else:
-            key.append(("python", repr(leaf)))
-    return tuple(key)
+    return tuple(("tensor", tuple(x.shape), tf.as_dtype(x.dtype).name)  # NumPy or TF: the same key
+                 if isinstance(x, (tf.Tensor, tf.Variable, np.ndarray)) else ("python", repr(x))
+                 for x in tf.nest.flatten((args, kwargs), expand_composites=True))
 
 
 class JitFunction:
@@ -102,9 +97,7 @@ class JitFunction:
                 f"(expected {self.expected_compilations}) traces={self.traces} calls={self.calls}>")
 
 
-def jit(fn: Callable, **tf_function_kwargs: Any) -> JitFunction:
-    """``@jit``, or ``jit(fn, reduce_retracing=True)``: a `JitFunction`."""
-    return JitFunction(fn, **tf_function_kwargs)
+jit = JitFunction  # @jit, or jit(fn, reduce_retracing=True)
 
 
 class CompilationCounter:
@@ -143,10 +136,7 @@ def seconds_per_call(fn: Callable, *args, repeat: int = 20, warmup_steps: int = 
     """Median wall time of ``fn(*args, **kwargs)`` with its results fetched, after ``warmup_steps`` untimed calls."""
     import tensorflow as tf
 
-    def run():
-        out = fn(*args, **kwargs)
-        for leaf in tf.nest.flatten(out):
-            if hasattr(leaf, "numpy"):
-                leaf.numpy()
+    def run():  # the results fetched: the time includes the work, not only its dispatch
+        return [leaf.numpy() for leaf in tf.nest.flatten(fn(*args, **kwargs)) if hasattr(leaf, "numpy")]
 
     return statistics.median(time_calls(run, repeat, warmup_steps))

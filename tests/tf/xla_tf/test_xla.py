@@ -113,7 +113,6 @@ def test_check_xla_reports_what_fails_and_why(tf):
     x = tf.range(6, dtype=tf.float32)
     ok = compiler.check_xla(halve_if_big, x)
     assert ok.compiles and ok.error_type is None
-    np.testing.assert_allclose(ok.value.numpy(), np.arange(6) / 2)
     no_autograph = compiler.check_xla(halve_if_big, x, autograph=False)
     assert not no_autograph.compiles and no_autograph.error_type == "OperatorNotAllowedInGraphError"
     assert "Python `bool`" in no_autograph.message and len(no_autograph.message) < 200
