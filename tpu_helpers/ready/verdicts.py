@@ -48,11 +48,8 @@ def build_check(runtime, framework: str, *, probe_devices: bool = False) -> tupl
 
 def torch_xla_libtpu(requires: list[str]) -> str | None:
     """The libtpu release torch_xla's ``[tpu]`` extra pins in its `requires` (0.0.21 for 2.9), or None."""
-    for req in requires:
-        m = re.fullmatch(r"libtpu\s*==\s*([0-9][0-9.]*)\s*;\s*extra\s*==\s*['\"]tpu['\"]", req.strip())
-        if m:
-            return m.group(1)
-    return None
+    pins = [re.fullmatch(r"libtpu\s*==\s*([0-9][0-9.]*)\s*;\s*extra\s*==\s*['\"]tpu['\"]", r.strip()) for r in requires]
+    return next((m.group(1) for m in pins if m), None)
 
 
 def libtpu_matches(have: str | None, want: str) -> bool:

@@ -77,14 +77,9 @@ plan_batches = BatchPlan  # the batch arithmetic of one configuration
 def batch_table(per_replica_batch: int, dataset_size: int, slices: Iterable[str] = DEFAULT_SLICES,
                 drop_remainder: bool = True, extra: Mapping[str, int] | None = None) -> list[BatchPlan]:
     """One `BatchPlan` per TPU slice (by name, e.g. "v3-8") plus `extra` rows ``{label: replicas}``."""
-    plans = []
-    for s in slices:
-        info = slice_info(s)
-        plans.append(plan_batches(per_replica_batch, info.replicas, dataset_size, drop_remainder, info.hosts,
-                                  info.name))
-    for label, replicas in (extra or {}).items():
-        plans.append(plan_batches(per_replica_batch, replicas, dataset_size, drop_remainder, 1, label))
-    return plans
+    infos = [slice_info(s) for s in slices]
+    return ([BatchPlan(per_replica_batch, i.replicas, dataset_size, drop_remainder, i.hosts, i.name) for i in infos]
+            + [BatchPlan(per_replica_batch, r, dataset_size, drop_remainder, 1, label) for label, r in (extra or {}).items()])
 
 
 def replica_batch_shapes(strategy: Any, dataset: Any, steps: int | None = None) -> list[list[tuple[tuple[int, ...], ...]]]:

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable
 
 from tpu_helpers.xla_tf.lesson_cells import jit_compile_for, strategy_kind
 
@@ -71,6 +71,3 @@ def tpu_checklist(strategy: Any, model: Any = None, dataset: Any = None, xla_tra
                                None if jit_compile is None else bool(jit_compile) == decision.enabled, decision.reason))
     return items
 
-
-def format_checklist(items: Sequence[CheckItem]) -> str:
-    return "\n".join(str(i) for i in items)

@@ -82,14 +82,9 @@ def inspect_pipeline(dataset: Any) -> PipelineReport:
     report = PipelineReport()
     bodies = [("<pipeline>", list(graph_def.node))]
     bodies += [(f.signature.name, list(f.node_def)) for f in graph_def.library.function]
-    generator_fns = set()
-    for fname, nodes in bodies:
-        for n in nodes:
-            report.op_counts[n.op] += 1
-            if n.op == "GeneratorDataset":
-                for attr in ("init_func", "next_func", "finalize_func"):
-                    if attr in n.attr:
-                        generator_fns.add(n.attr[attr].func.name)
+    report.op_counts.update(n.op for _, nodes in bodies for n in nodes)
+    generator_fns = {n.attr[a].func.name for _, nodes in bodies for n in nodes if n.op == "GeneratorDataset"
+                     for a in ("init_func", "next_func", "finalize_func") if a in n.attr}
     for fname, nodes in bodies:
         by_name = {n.name: n for n in nodes}
         for n in nodes:
