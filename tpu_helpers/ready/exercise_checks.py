@@ -74,12 +74,9 @@ def check_first_xla_function(sum_of_squares: Callable, hlo_of: Callable) -> Chec
                 raise NotAttempted("sum_of_squares is right and XLA compiles it; now write hlo_of(function, x) "
                                    "(replace its `raise NotImplementedError`)") from None
             header = hlo.lstrip().split("\n", 1)[0] if isinstance(hlo, str) else ""
-            assert header.startswith("HloModule"), (
-                f"hlo_of returned {short(hlo, 60)}, not XLA's program (HLO text starts with 'HloModule'; TensorFlow's "
-                "graph is not it): function.experimental_get_compiler_ir(x)(stage=\"hlo\")")
-            assert f"({shape}" in header, (
-                f"hlo_of returned an HLO module, but not the one for this input: XLA compiles one program per input "
-                f"shape, and for a {shape} input it starts {header[:90]!r}. Pass x on to experimental_get_compiler_ir.")
+            assert header.startswith("HloModule") and f"({shape}" in header, (
+                f"hlo_of returned {short(hlo, 90)}: not XLA's program for this input (HLO text, 'HloModule ...', one "
+                f"program per input shape: {shape} here). function.experimental_get_compiler_ir(x)(stage=\"hlo\")")
         return (f"XLA compiled sum_of_squares ({values[0]:g} and {values[1]:g} are right), and hlo_of shows its "
                 f"program: {header.split(',')[0]} for {shape}, one program per input shape")
 

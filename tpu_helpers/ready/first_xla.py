@@ -114,7 +114,6 @@ def tf_first_xla(runtime: Runtime, *, tpu: bool = True) -> dict:
     import tensorflow as tf
 
     xn = np.arange(6, dtype=np.float32).reshape(2, 3)
-    out = {"expected": float((xn @ xn.T).sum()), "tensorflow": tf.__version__}
     tpus = []
     if runtime.is_tpu_vm and tpu:
         tpus = tf.config.list_logical_devices("TPU")
@@ -124,10 +123,11 @@ def tf_first_xla(runtime: Runtime, *, tpu: bool = True) -> dict:
             tf.tpu.experimental.initialize_tpu_system(resolver)
             tpus = tf.config.list_logical_devices("TPU")
     device = tpus[0].name if tpus else "/CPU:0"
+    out = {"expected": float((xn @ xn.T).sum()), "tensorflow": tf.__version__, "device": device,
+           "devices": [d.name for d in tf.config.list_logical_devices()]}
     missing = None if tpus else tf_host_xla_missing()
     if missing:
-        return {**out, "xla": False, "why": missing, "device": device,
-                "devices": [d.name for d in tf.config.list_logical_devices()]}
+        return {**out, "xla": False, "why": missing}
 
     @tf.function(jit_compile=True)
     def gram_sum(x):
@@ -137,6 +137,4 @@ def tf_first_xla(runtime: Runtime, *, tpu: bool = True) -> dict:
         x = tf.reshape(tf.range(6, dtype=tf.float32), (2, 3))
         value = float(gram_sum(x))
         hlo = gram_sum.experimental_get_compiler_ir(x)(stage="hlo")
-    return {**out, "xla": True, "value": value, "hlo": hlo, "device": device,
-            "traces": gram_sum.experimental_get_tracing_count(),
-            "devices": [d.name for d in tf.config.list_logical_devices()]}
+    return {**out, "xla": True, "value": value, "hlo": hlo, "traces": gram_sum.experimental_get_tracing_count()}

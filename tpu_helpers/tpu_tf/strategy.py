@@ -98,7 +98,6 @@ def get_strategy(runtime: Runtime | None = None, *, profile: Any = None, tpu: st
     from tpu_helpers.tpu_tf.lesson_cells import make_strategy
     from tpu_helpers.xla_tf.lesson_cells import strategy_kind
 
-    env = os.environ if env is None else env
     runtime = runtime or detect_runtime(env)
     target = tpu_to_connect(runtime, tpu, env)
     if getattr(profile, "name", profile) == "tpu" and target is None:  # start()/param() checked the values

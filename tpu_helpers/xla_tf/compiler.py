@@ -60,9 +60,8 @@ class IrStats:
     opcodes: tuple[str, ...]  # distinct HLO opcodes after optimisation
 
     def as_dict(self) -> dict[str, Any]:
-        return {"hlo_instructions": self.hlo_instructions, "optimized_instructions": self.optimized_instructions,
-                "dynamic_shapes": list(self.dynamic_shapes),
-                "optimized_dynamic_shapes": list(self.optimized_dynamic_shapes), "opcodes": len(self.opcodes)}
+        keys = ("hlo_instructions", "optimized_instructions", "dynamic_shapes", "optimized_dynamic_shapes")
+        return {**{k: getattr(self, k) for k in keys}, "opcodes": len(self.opcodes)}
 
 
 _INSTR_RE = re.compile(r"^\s*(?:ROOT\s+)?%?[\w.\-]+\s*=\s*.+?\s([a-z][\w\-]*)\(", re.MULTILINE)

@@ -85,10 +85,6 @@ class JitFunction:
                 f"(restart the kernel); XLA_FLAGS is now {os.environ.get('XLA_FLAGS', '(unset)')!r}")
         return n
 
-    @property
-    def cache_hits(self) -> int:
-        return self.calls - self.compilations
-
     def experimental_get_compiler_ir(self, *args, **kwargs):  # (stage="hlo") or (stage="optimized_hlo"); may trace
         return self.function.experimental_get_compiler_ir(*args, **kwargs)
 

@@ -114,7 +114,6 @@ def check_bucket_boundaries(choose_boundaries: Callable[[np.ndarray], Sequence[i
         bounds = sorted({int(b) for b in answer})
         mine = padding.evaluate_strategy(lengths, batch_size, "buckets", max_length=max_length,
                                          boundaries=bounds, seed=seed)
-        default = padding.evaluate_strategy(lengths, batch_size, "buckets", max_length=max_length, seed=seed)
         over = int((lens > bounds[-1]).sum())
         note = (f" Note: {over} samples are longer than your last bound {bounds[-1]}, so they went to a bucket of "
                 f"max_length={max_length} tokens: end with a bound >= the longest sample ({lens.max()}).") if over else ""
@@ -124,12 +123,10 @@ def check_bucket_boundaries(choose_boundaries: Callable[[np.ndarray], Sequence[i
         p10, p50, p90 = (int(v) for v in np.percentile(lens, [10, 50, 90]))
         assert mine.padded_fraction <= MAX_PADDED_FRACTION, (
             f"buckets {bounds} pads {mine.padded_fraction:.1%} of the computed tokens: over the budget of "
-            f"{MAX_PADDED_FRACTION:.0%} (the default powers of two pad {default.padded_fraction:.1%}). A bucket pads "
+            f"{MAX_PADDED_FRACTION:.0%}. A bucket pads "
             f"every sample up to its bound: put the bounds where the samples are (10% / 50% / 90% of them are at "
             f"most {p10} / {p50} / {p90} tokens), and let the last bound be the longest sample." + note)
         return (f"buckets {bounds}: {mine.compilations} compilations (budget {MAX_COMPILATIONS}), "
-                f"{mine.padded_fraction:.1%} of computed tokens are padding (budget {MAX_PADDED_FRACTION:.0%}); "
-                f"the default powers of two: {default.compilations} compilations, {default.padded_fraction:.1%} "
-                "padding")
+                f"{mine.padded_fraction:.1%} of computed tokens are padding (budget {MAX_PADDED_FRACTION:.0%})")
 
     return run_check(body)

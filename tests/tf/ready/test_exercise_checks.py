@@ -115,7 +115,7 @@ def test_nb00_hlo_of_one_shape_only(tf, solution0):
         return function.experimental_get_compiler_ir(tf.ones(3))(stage="hlo")
 
     result = nb00.check_first_xla_function(solution0.sum_of_squares, hlo_of_first_input)
-    assert failed(result, "not the one for this input", "f32[2,3]")
+    assert failed(result, "not XLA's program for this input", "f32[2,3]")
 
 
 def test_nb00_skeletons_are_not_attempted(solution0):
