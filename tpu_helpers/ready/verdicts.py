@@ -16,7 +16,6 @@ NAMES = {"tf": "TensorFlow", "torch": "PyTorch/XLA"}
 # XLA's pjrt_api.cc logs it (INFO) when a framework loads a PJRT plugin such as libtpu
 _PJRT_LINE = re.compile(r"PJRT plugin has PJRT API version (\d+\.\d+)\. The framework PJRT API version is (\d+\.\d+)")
 SIDE_FOLDER = Path.home() / ".cache" / "tpu-course"  # where `fetch_libtpu` puts a framework's own libtpu
-_TORCH_NOTEBOOKS = "The PyTorch/XLA notebooks (02, 05-07) install torch_xla's own libtpu in their install cell"
 
 
 @dataclass(frozen=True)
@@ -93,7 +92,8 @@ def torch_failure(output: str, returncode: int | None, *, have: str | None, want
         why.append(f"the PJRT plugin (libtpu) has PJRT API version {pjrt[0]}, torch_xla's framework {pjrt[1]}")
     if why:
         return (f"libtpu mismatch ({exit_}): " + "; ".join(why) + ".",
-                f"{_TORCH_NOTEBOOKS}{f' ({want})' if want else ''}: run them as they are (restart the runtime when "
+                "The PyTorch/XLA notebooks (02, 05-07) install torch_xla's own libtpu in their install cell"
+                f"{f' ({want})' if want else ''}: run them as they are (restart the runtime when "
                 "their install cell says so). Nothing else holds the TPU here.")
     tail = " | ".join(ln.strip() for ln in (output or "").strip().splitlines()[-3:])
     return (f"the PyTorch/XLA check failed on the TPU ({exit_}), with no libtpu mismatch and no other process "
@@ -147,7 +147,7 @@ def tf_probe(runtime, tpu: bool | None) -> dict:
     try:
         return first_xla.tf_first_xla(runtime, tpu=bool(tpu))
     except Exception as e:  # noqa: BLE001  (TensorFlow raises several types when it cannot use the TPU)
-        first = str(e).strip().splitlines()[0][:300] if str(e).strip() else ""
+        first = (str(e).strip().splitlines() or [""])[0][:300]
         return {"xla": False, "why": f"{type(e).__name__} on the {'TPU' if tpu else 'host'}: {first}",
                 "device": None, "devices": [], "tpu_error": tpu}
 

@@ -26,10 +26,8 @@ def slice_info(name: str) -> SliceInfo:
     """``slice_info("v3-32")`` -> 16 chips, 32 replicas, 4 hosts. Accepts "v5e-8" and "v5litepod-8"."""
     acc = re.sub(r"^v5e-", "v5litepod-", name.strip().lower())
     generation, chips, _cores = parse_accelerator_type(acc)
-    replicas = chips * _DEVICES_PER_CHIP.get(generation, 1)
-    hosts = slice_hosts(generation, chips)
-    friendly = acc.replace("v5litepod", "v5e")
-    return SliceInfo(friendly, generation, chips, replicas, hosts)
+    return SliceInfo(acc.replace("v5litepod", "v5e"), generation, chips, chips * _DEVICES_PER_CHIP.get(generation, 1),
+                     slice_hosts(generation, chips))
 
 
 def split_batch(batch: int, replicas: int) -> list[int]:
@@ -63,12 +61,10 @@ class BatchPlan:
         self.last_batch_split = split_batch(self.remainder, self.replicas) if ragged else None
 
     def row(self) -> dict[str, Any]:
-        return {"slice": self.name or f"{self.replicas} replicas", "hosts": self.hosts if self.hosts else "?",
-                "replicas": self.replicas, "per-replica batch": self.per_replica_batch,
-                "global batch": self.global_batch,
-                "per-host batch": self.per_host_batch if self.per_host_batch else "?",
-                "steps/epoch": self.steps_per_epoch, "dropped/epoch": self.dropped_examples,
-                "batch shapes": len(self.batch_sizes)}
+        return {"slice": self.name or f"{self.replicas} replicas", "hosts": self.hosts or "?", "replicas": self.replicas,
+                "per-replica batch": self.per_replica_batch, "global batch": self.global_batch,
+                "per-host batch": self.per_host_batch or "?", "steps/epoch": self.steps_per_epoch,
+                "dropped/epoch": self.dropped_examples, "batch shapes": self.compilations}
 
 
 plan_batches = BatchPlan  # the batch arithmetic of one configuration

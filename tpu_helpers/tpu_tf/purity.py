@@ -28,21 +28,10 @@ class PipelineReport:
     files: list[str] = field(default_factory=list)
     op_counts: Counter = field(default_factory=Counter)
 
-    @property
-    def is_pure(self) -> bool:
-        return not self.findings
-
-    @property
-    def kinds(self) -> set[str]:
-        return set(self.findings)
-
-    @property
-    def local_files(self) -> list[str]:
-        return [f for f in self.files if not f.startswith("gs://")]
-
-    @property
-    def node_ready(self) -> bool:
-        return self.is_pure and not self.local_files
+    def __post_init__(self):
+        self.is_pure, self.kinds = not self.findings, set(self.findings)
+        self.local_files = [f for f in self.files if not f.startswith("gs://")]
+        self.node_ready = self.is_pure and not self.local_files
 
     def explain(self) -> str:
         """Plain-language verdict, one paragraph per kind of finding."""
@@ -79,10 +68,10 @@ def inspect_pipeline(dataset: Any) -> PipelineReport:
         input_dataset=dataset_variant(dataset),  # the dataset's graph handle
         external_state_policy=1,  # IGNORE: serialise past stateful/Python ops, we want to list them
         strip_device_assignment=True).numpy())
-    report = PipelineReport()
+    findings, files, op_counts = [], [], Counter()
     bodies = [("<pipeline>", list(graph_def.node))]
     bodies += [(f.signature.name, list(f.node_def)) for f in graph_def.library.function]
-    report.op_counts.update(n.op for _, nodes in bodies for n in nodes)
+    op_counts.update(n.op for _, nodes in bodies for n in nodes)
     generator_fns = {n.attr[a].func.name for _, nodes in bodies for n in nodes if n.op == "GeneratorDataset"
                      for a in ("init_func", "next_func", "finalize_func") if a in n.attr}
     for fname, nodes in bodies:
@@ -91,14 +80,13 @@ def inspect_pipeline(dataset: Any) -> PipelineReport:
             if n.op in PY_OPS:
                 from_gen = fname in generator_fns or "from_generator" in fname
                 kind = "from_generator" if from_gen else PY_OPS[n.op]
-                if kind == "from_generator" and kind in report.findings:
-                    continue  # one generator = three PyFuncs (init, next, finalize): report it once
-                report.findings.append(kind)
+                if kind != "from_generator" or kind not in findings:  # one generator = three PyFuncs: once
+                    findings.append(kind)
             elif (n.op in FILE_DATASET_OPS or n.name.startswith("FileIdentity")) and n.input:
                 src = by_name.get(n.input[0].split(":")[0].lstrip("^"))
                 if src is not None:
-                    report.files.extend(f for f in _const_strings(src) if f not in report.files)
-    return report
+                    files.extend(f for f in _const_strings(src) if f not in files)
+    return PipelineReport(findings, files, op_counts)
 
 
 def unknown_dims(element_spec: Any, path: str = "") -> list[str]:

@@ -21,10 +21,8 @@ def _error(problem: str, fix: str) -> RuntimeError:
 
 def tpu_to_connect(runtime: Runtime, tpu: str | None = None, env: Mapping[str, str] | None = None) -> str | None:
     """``tpu=`` for ``TPUClusterResolver``: `tpu`, 'local' on a TPU VM, a Node's address, ``TPU_NAME``, or None."""
-    if tpu:
-        return tpu
-    if runtime.is_tpu_vm:
-        return "local"
+    if tpu or runtime.is_tpu_vm:
+        return tpu or "local"
     if runtime.is_tpu_node and runtime.tpu_address:
         return runtime.tpu_address
     name = (os.environ if env is None else env).get("TPU_NAME", "").strip()
@@ -107,10 +105,7 @@ def get_strategy(runtime: Runtime | None = None, *, profile: Any = None, tpu: st
     try:
         strategy = make_strategy(target, zone, project, cpu_replicas=cpu_replicas)
     except Exception as e:  # noqa: BLE001 - every known failure is explained, others re-raised as they are
-        clear = explain_tpu_error(e, target, runtime, zone, project)
-        if clear is e:
-            raise
-        raise clear from None
+        raise explain_tpu_error(e, target, runtime, zone, project) from None
     n = strategy.num_replicas_in_sync
     print(f"{type(strategy).__name__} with {n} replica{'s' if n != 1 else ''} ({strategy_kind(strategy)}) on "
           f"{runtime.slice_name or runtime.kind}")
