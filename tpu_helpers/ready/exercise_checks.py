@@ -59,8 +59,8 @@ def check_first_xla_function(sum_of_squares: Callable, hlo_of: Callable) -> Chec
             sum_of_squares.experimental_get_compiler_ir(tf.constant(inputs[0]))(stage="hlo")
         except AttributeError:  # a tf.function, or counters.jit, has it
             raise AssertionError(
-                "sum_of_squares gives the right numbers, but it is a plain Python function: TensorFlow runs it op "
-                "by op (eagerly) and XLA never sees it. Wrap it: put @tf.function(jit_compile=True) above the def.") from None
+                "sum_of_squares gives the right numbers, but it is a plain Python function: TensorFlow runs it op by "
+                "op (eagerly), XLA never sees it. Put @tf.function(jit_compile=True) above the def.") from None
         except ValueError as e:
             if "jit_compile" not in str(e):
                 raise
@@ -69,7 +69,7 @@ def check_first_xla_function(sum_of_squares: Callable, hlo_of: Callable) -> Chec
         for x in inputs:
             shape = "f32[" + ",".join(str(d) for d in x.shape) + "]"
             try:
-                hlo = call_answer(hlo_of, sum_of_squares, tf.constant(x), what=f"hlo_of(sum_of_squares, <a {shape} input>)")
+                hlo = call_answer(hlo_of, sum_of_squares, tf.constant(x), what=f"hlo_of(sum_of_squares, <{shape}>)")
             except NotImplementedError:
                 raise NotAttempted("sum_of_squares is right and XLA compiles it; now write hlo_of(function, x) "
                                    "(replace its `raise NotImplementedError`)") from None

@@ -37,7 +37,7 @@ _VERSIONS_SCRIPT = textwrap.dedent("""
 
 
 def torch_environment(timeout: float = 120) -> tuple[dict[str, str | None], dict[str, str], list[str]]:
-    """(installed versions, the course's pins, torch_xla's requirements) of the PyTorch/XLA environment, from a child."""
+    """(installed versions, the course's pins, torch_xla's requirements) of the PyTorch/XLA environment (a child)."""
     from tpu_helpers.core import versions
 
     names = [*versions.PLAN_PACKAGES["torch"], "torchvision", "libtpu"]
@@ -60,8 +60,7 @@ class ProbeFailed(RuntimeError):
 
 def torch_xla_first_xla(runtime: Runtime, timeout: float = 300, *, libtpu_path: str | None = None) -> dict:
     """A tiny PyTorch/XLA computation in a child, on a TPU with `libtpu_path` and XLA's INFO log; `ProbeFailed`."""
-    env = dict(os.environ)
-    env.pop("TPU_COURSE_FIGURES", None)
+    env = {k: v for k, v in os.environ.items() if k != "TPU_COURSE_FIGURES"}
     if runtime.is_tpu_vm:
         env["TF_CPP_MIN_LOG_LEVEL"] = "0"  # XLA logs the plugin's PJRT API version at INFO
         if libtpu_path:

@@ -13,7 +13,7 @@ def read_accelerator_type(accelerator_type: str) -> tuple[str, int]:
 
 
 def hlo_of(function, x) -> str:
-    """Exercise 2, second part: the HLO module XLA builds for ``function`` called on ``x`` (``jit_compile=True`` only)."""
+    """Exercise 2, second part: the HLO module XLA builds for ``function`` (``jit_compile=True``) on ``x``."""
     return function.experimental_get_compiler_ir(x)(stage="hlo")
 
 

@@ -31,8 +31,8 @@ class Verdict:
     def line(self) -> str:
         """The verdict in one paragraph for the learner."""
         state = {True: f"works here (on the {self.where})", False: "does not work here", None: "not checked"}
-        text = f"{NAMES[self.framework]}: {state[self.works]}. {self.found}"
-        return text + (f" To do: {self.todo}" if self.todo else "")
+        todo = f" To do: {self.todo}" if self.todo else ""
+        return f"{NAMES[self.framework]}: {state[self.works]}. {self.found}{todo}"
 
 
 def build_check(runtime, framework: str, *, probe_devices: bool = False) -> tuple[bool | None, str]:
@@ -78,8 +78,7 @@ def fetch_libtpu(version: str) -> tuple[str | None, str]:
 
 def pjrt_api_versions(output: str) -> tuple[str, str] | None:
     """(the PJRT plugin's API version, the framework's) from XLA's log line, or None when the output has none."""
-    m = _PJRT_LINE.search(output or "")
-    return (m.group(1), m.group(2)) if m else None
+    return m.groups() if (m := _PJRT_LINE.search(output or "")) else None
 
 
 def torch_failure(output: str, returncode: int | None, *, have: str | None, want: str | None,

@@ -49,7 +49,7 @@ class BatchPlan:
 
     def __post_init__(self):
         self.global_batch = self.per_replica_batch * self.replicas
-        self.per_host_batch = self.global_batch // self.hosts if self.hosts else None  # what each host's pipeline makes
+        self.per_host_batch = self.global_batch // self.hosts if self.hosts else None  # each host's pipeline makes it
         self.remainder = self.dataset_size % self.global_batch
         ragged = bool(self.remainder) and not self.drop_remainder  # a last, partial batch
         self.steps_per_epoch = self.dataset_size // self.global_batch + ragged
@@ -61,10 +61,11 @@ class BatchPlan:
         self.last_batch_split = split_batch(self.remainder, self.replicas) if ragged else None
 
     def row(self) -> dict[str, Any]:
-        return {"slice": self.name or f"{self.replicas} replicas", "hosts": self.hosts or "?", "replicas": self.replicas,
-                "per-replica batch": self.per_replica_batch, "global batch": self.global_batch,
-                "per-host batch": self.per_host_batch or "?", "steps/epoch": self.steps_per_epoch,
-                "dropped/epoch": self.dropped_examples, "batch shapes": self.compilations}
+        return {"slice": self.name or f"{self.replicas} replicas", "hosts": self.hosts or "?",
+                "replicas": self.replicas, "per-replica batch": self.per_replica_batch,
+                "global batch": self.global_batch, "per-host batch": self.per_host_batch or "?",
+                "steps/epoch": self.steps_per_epoch, "dropped/epoch": self.dropped_examples,
+                "batch shapes": self.compilations}
 
 
 plan_batches = BatchPlan  # the batch arithmetic of one configuration
@@ -73,9 +74,9 @@ plan_batches = BatchPlan  # the batch arithmetic of one configuration
 def batch_table(per_replica_batch: int, dataset_size: int, slices: Iterable[str] = DEFAULT_SLICES,
                 drop_remainder: bool = True, extra: Mapping[str, int] | None = None) -> list[BatchPlan]:
     """One `BatchPlan` per TPU slice (by name, e.g. "v3-8") plus `extra` rows ``{label: replicas}``."""
-    infos = [slice_info(s) for s in slices]
-    return ([BatchPlan(per_replica_batch, i.replicas, dataset_size, drop_remainder, i.hosts, i.name) for i in infos]
-            + [BatchPlan(per_replica_batch, r, dataset_size, drop_remainder, 1, label) for label, r in (extra or {}).items()])
+    rows = [(i.name, i.replicas, i.hosts) for i in map(slice_info, slices)]
+    rows += [(label, replicas, 1) for label, replicas in (extra or {}).items()]
+    return [BatchPlan(per_replica_batch, r, dataset_size, drop_remainder, hosts, name) for name, r, hosts in rows]
 
 
 def replica_batch_shapes(strategy: Any, dataset: Any, steps: int | None = None) -> list[list[tuple[tuple[int, ...], ...]]]:

@@ -43,8 +43,9 @@ def check_global_batch_and_steps(global_batch_and_steps: Callable, slice_replica
             got = tuple(got) if isinstance(got, (tuple, list)) else got
             assert not plan.remainder or got != (plan.global_batch, math.ceil(examples / plan.global_batch)), (
                 f"{call} returned {got[1]} steps: you rounded up. With drop_remainder=True the last, partial batch "
-                f"({plan.remainder} examples) is dropped: steps = {examples} // {plan.global_batch} = {plan.steps_per_epoch}")
-            assert got == (plan.global_batch, plan.steps_per_epoch) and all(isinstance(v, numbers.Integral) for v in got), (
+                f"({plan.remainder} examples) is dropped: {examples} // {plan.global_batch} = {plan.steps_per_epoch}")
+            want = (plan.global_batch, plan.steps_per_epoch)
+            assert got == want and all(isinstance(v, numbers.Integral) for v in got), (
                 f"{call} returned {short(got)}, expected ({plan.global_batch}, {plan.steps_per_epoch}): the global "
                 f"batch is per-replica batch x replicas (tf.distribute splits it), and each step consumes one global "
                 "batch, whole batches only (//)")

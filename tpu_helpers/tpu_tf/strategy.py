@@ -34,7 +34,7 @@ def explain_tpu_error(exc: BaseException, tpu: str | None, runtime: Runtime, zon
     """A RuntimeError saying what went wrong and the fix, for a known failure to connect to `tpu`; else `exc`."""
     msg, name = str(exc), type(exc).__name__
     how = "vm" if tpu == "local" else ("node" if (tpu or "").startswith("grpc://") else "named")
-    if any(s in msg for s in ("already in use by process with pid", "libtpu_lockfile", "libtpu multi-process lockfile")):
+    if any(s in msg for s in ("already in use by process with pid", "libtpu_lockfile", "multi-process lockfile")):
         m = re.search(r"pid (\d+)", msg)
         return _error(*held_message(int(m.group(1)) if m else libtpu_lock_holder()))
     if "Please provide a TPU Name" in msg:
@@ -80,8 +80,7 @@ def check_replicas(strategy: Any, requested: int | None) -> int:
         return n
     from tpu_helpers.xla_tf.lesson_cells import strategy_kind
 
-    kind = strategy_kind(strategy)
-    if kind in ("cpu", "cpu-replicas"):
+    if (kind := strategy_kind(strategy)) in ("cpu", "cpu-replicas"):
         raise _error(f"REPLICAS = {requested} asked for {requested} simulated replicas, but the strategy runs {n}",
                      _RESTART)
     print(f"REPLICAS = {requested} is ignored: this {kind.upper()} has {n} replica{'s' if n != 1 else ''}, "

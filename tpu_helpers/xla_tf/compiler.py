@@ -24,10 +24,8 @@ def _why(error: BaseException) -> str:
     """The informative line of a TensorFlow error (its messages bury it among source lines and node names)."""
     text = str(error).strip()
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    if "in user code:" in text and lines:
-        last = lines[-1]  # AutoGraph: "ValueError: 'y' must also be initialized in the else branch"
-        prefix = type(error).__name__ + ": "
-        return last[len(prefix):] if last.startswith(prefix) else last
+    if "in user code:" in text and lines:  # AutoGraph: "ValueError: 'y' must also be initialized in the else branch"
+        return lines[-1].removeprefix(type(error).__name__ + ": ")
     first = lines[0] if lines else type(error).__name__
     m = re.search(r"Detected unsupported operations when trying to compile graph .*? on (\S+): (\w+) \(", first)
     if m:

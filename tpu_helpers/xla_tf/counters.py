@@ -124,8 +124,7 @@ class CompilationCounter:
         return self
 
     def __str__(self) -> str:
-        return (f"compilations={self.compilations} cache_hits={self.cache_hits} traces={self.traces} "
-                f"calls={self.calls}")
+        return f"compilations={self.compilations} cache_hits={self.cache_hits} traces={self.traces} calls={self.calls}"
 
 
 def seconds_per_call(fn: Callable, *args, repeat: int = 20, warmup_steps: int = 2, **kwargs) -> float:

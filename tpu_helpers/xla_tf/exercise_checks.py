@@ -35,13 +35,13 @@ def check_clip_without_if(clip_without_if: Callable) -> CheckResult:
             norm = float(np.linalg.norm(g))
             what = f"a gradient of norm {norm:g} and max_norm={max_norm:g}"
             try:
-                got = np.asarray(call_answer(compiled, tf.constant(g), max_norm, what=f"XLA's clip_without_if on {what}"))
+                got = np.asarray(call_answer(compiled, tf.constant(g), max_norm, what=f"clip_without_if on {what}"))
             except AssertionError as e:
                 if "OperatorNotAllowedInGraphError" not in str(e):
                     raise
                 raise AssertionError("your function still has a Python `if` (or `while`, `and`, `or`) on a tensor: "
-                                     "without AutoGraph XLA cannot compile it (OperatorNotAllowedInGraphError). Turn it into a number, "
-                                     "tf.cast(norm > max_norm, tf.float32), and use it in arithmetic.") from None
+                                     "without AutoGraph XLA cannot compile it (OperatorNotAllowedInGraphError). Turn "
+                                     "it into a number for arithmetic: tf.cast(norm > max_norm, tf.float32)") from None
             assert not np.isnan(got).any(), (
                 f"for {what} your function returns NaN: without a branch every term is computed, also the division "
                 "by a norm of 0 (0 * inf is NaN). Keep it safe: max_norm / tf.maximum(norm, max_norm).")
@@ -116,7 +116,7 @@ def check_bucket_boundaries(choose_boundaries: Callable[[np.ndarray], Sequence[i
                                          boundaries=bounds, seed=seed)
         over = int((lens > bounds[-1]).sum())
         note = (f" Note: {over} samples are longer than your last bound {bounds[-1]}, so they went to a bucket of "
-                f"max_length={max_length} tokens: end with a bound >= the longest sample ({lens.max()}).") if over else ""
+                f"max_length={max_length} tokens: end with a bound >= the longest ({lens.max()}).") if over else ""
         assert mine.compilations <= MAX_COMPILATIONS, (
             f"buckets {bounds} makes batches of {mine.compilations} lengths, so XLA compiles {mine.compilations} "
             f"programs: over the budget of {MAX_COMPILATIONS}. Use fewer buckets." + note)

@@ -77,7 +77,8 @@ def tpu_result(output=""):
 def test_the_build_checks_report_instead_of_stopping_the_notebook(monkeypatch):
     no_one = lambda: None  # noqa: E731
     cpu_build = dists(tensorflow="2.20.0", libtpu="0.0.14")  # the install cell not run (Kaggle ships tensorflow-cpu)
-    assert verdicts.build_check(CPU, "tf") == (True, "not on a TPU: the TensorFlow build installed here is the right one")
+    assert verdicts.build_check(CPU, "tf") == (True, "not on a TPU: the TensorFlow build installed here is the right "
+                                                     "one")
     ok, found = build_check(monkeypatch, KAGGLE_V5E_8, "tf", installed=cpu_build.get, lock_holder=no_one)
     assert not ok and "CPU build of TensorFlow" in found and "install cell" in found
     ok, found = build_check(monkeypatch, COLAB_V5E_1, "tf", installed=COLAB_AFTER_TF_PLAN.get, lock_holder=no_one)
@@ -290,7 +291,8 @@ def test_tf_probe_reports_a_tpu_error_and_stays_on_the_cpu_without_the_tpu(monke
 
 def test_the_report_has_one_paragraph_per_framework():
     lines = [Verdict("torch", True, "TPU", "ran.").line(), Verdict("tf", False, "", "no TPU.", "use cpu.").line()]
-    assert lines == ["PyTorch/XLA: works here (on the TPU). ran.", "TensorFlow: does not work here. no TPU. To do: use cpu."]
+    assert lines == ["PyTorch/XLA: works here (on the TPU). ran.",
+                     "TensorFlow: does not work here. no TPU. To do: use cpu."]
     assert sys.modules.get("torch_xla") is None
 
 
