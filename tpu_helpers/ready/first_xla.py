@@ -7,30 +7,21 @@ import subprocess
 import textwrap
 
 from tpu_helpers.core.frameworks import framework_python
-from tpu_helpers.core.runtime import Runtime, detect_runtime
-
-__all__ = ["tf_first_xla", "torch_xla_first_xla", "torch_environment", "ProbeFailed", "tf_host_xla_missing", "require_host_xla",
-           "HOST_XLA_MISSING"]
+from tpu_helpers.core.runtime import Runtime
 
 _TORCH_SCRIPT = textwrap.dedent("""
-    import json, time
-    try:
-        import torch, torch_xla
-        import torch_xla.runtime as xr
-        import torch_xla.debug.metrics as met
-    except ImportError as e:
-        print(json.dumps({"installed": False, "error": str(e)})); raise SystemExit(0)
+    import json
+    import torch, torch_xla
+    import torch_xla.runtime as xr
+    import torch_xla.debug.metrics as met
     dev = torch_xla.device()
     x = torch.arange(6, dtype=torch.float32, device=dev).reshape(2, 3)
     y = (x @ x.T).sum()          # recorded lazily, nothing has run yet
-    t = time.perf_counter()
     torch_xla.sync()             # compile + execute the recorded graph
-    value = y.item()
     compile_data = met.metric_data("CompileTime")
-    print(json.dumps({"installed": True, "device": str(dev), "device_type": xr.device_type(),
-                      "devices": xr.global_runtime_device_count(), "value": value,
-                      "compilations": compile_data[0] if compile_data else 0,
-                      "seconds": time.perf_counter() - t, "torch_xla": torch_xla.__version__}))
+    print(json.dumps({"device": str(dev), "device_type": xr.device_type(), "devices": xr.global_runtime_device_count(),
+                      "value": y.item(), "compilations": compile_data[0] if compile_data else 0,
+                      "torch_xla": torch_xla.__version__}))
 """)
 
 
@@ -45,7 +36,8 @@ _VERSIONS_SCRIPT = textwrap.dedent("""
 """)
 
 
-def _torch_environment(timeout: float) -> dict:
+def torch_environment(timeout: float = 120) -> tuple[dict[str, str | None], dict[str, str], list[str]]:
+    """(installed versions, the course's pins, torch_xla's requirements) of the PyTorch/XLA environment (a child)."""
     from tpu_helpers.core import versions
 
     names = [*versions.PLAN_PACKAGES["torch"], "torchvision", "libtpu"]
@@ -53,23 +45,12 @@ def _torch_environment(timeout: float) -> dict:
                           text=True, timeout=timeout)
     if proc.returncode != 0:
         raise ProbeFailed(proc.returncode, proc.stdout + proc.stderr)
-    return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
-def torch_environment(timeout: float = 120) -> tuple[dict[str, str | None], dict[str, str]]:
-    """(installed versions, the course's PyTorch/XLA pins) of the PyTorch/XLA environment (`framework_python`:
-    ./course's own, or this interpreter on Colab/Kaggle), read by a child of that interpreter (no framework import)."""
-    out = _torch_environment(timeout)
-    return out["installed"], out["pins"]
-
-
-def torch_xla_requires(timeout: float = 120) -> list[str]:
-    """The installed torch_xla's requirements (its metadata) in the PyTorch/XLA environment; [] without torch_xla."""
-    return _torch_environment(timeout)["torch_xla_requires"] or []
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    return out["installed"], out["pins"], out["torch_xla_requires"] or []
 
 
 class ProbeFailed(RuntimeError):
-    """The PyTorch/XLA child process failed: ``returncode`` (None: it timed out) and ``output``, all it printed."""
+    """The PyTorch/XLA child failed: ``returncode`` (None: it timed out) and ``output``, all it printed."""
 
     def __init__(self, returncode: int | None, output: str):
         tail = "\n".join(output.strip().splitlines()[-5:])
@@ -77,12 +58,9 @@ class ProbeFailed(RuntimeError):
         self.returncode, self.output = returncode, output
 
 
-def torch_xla_first_xla(runtime: Runtime | None = None, timeout: float = 300, *, libtpu_path: str | None = None) -> dict:
-    """A tiny PyTorch/XLA computation in a child: ``PJRT_DEVICE=CPU`` off a TPU; on one, the libtpu at `libtpu_path`
-    (``TPU_LIBRARY_PATH``) and XLA's INFO log, whose PJRT API line tells a mismatch. Raises `ProbeFailed`."""
-    runtime = runtime or detect_runtime()
-    env = dict(os.environ)
-    env.pop("TPU_COURSE_FIGURES", None)
+def torch_xla_first_xla(runtime: Runtime, timeout: float = 300, *, libtpu_path: str | None = None) -> dict:
+    """A tiny PyTorch/XLA computation in a child, on a TPU with `libtpu_path` and XLA's INFO log; `ProbeFailed`."""
+    env = {k: v for k, v in os.environ.items() if k != "TPU_COURSE_FIGURES"}
     if runtime.is_tpu_vm:
         env["TF_CPP_MIN_LOG_LEVEL"] = "0"  # XLA logs the plugin's PJRT API version at INFO
         if libtpu_path:
@@ -121,8 +99,7 @@ def tf_host_xla_missing() -> str | None:
 
 
 def require_host_xla(why: str) -> None:
-    """Stop with what to do when TensorFlow cannot compile for this machine's CPU (its TPU build); `why` says what
-    the notebook needs it for."""
+    """Stop with what to do when TensorFlow (its TPU build) cannot compile for this CPU; `why`: what needs it."""
     missing = tf_host_xla_missing()
     if missing:
         raise RuntimeError(f"{why}, and TensorFlow's TPU build has no XLA backend for this CPU ({missing}). Run it on "
@@ -130,36 +107,26 @@ def require_host_xla(why: str) -> None:
                            "and 04 use the TPU.")
 
 
-def _tpu_device(runtime: Runtime, tpu: bool) -> str | None:
-    """On a TPU VM (when `tpu`): connect TensorFlow to the local TPU (initialising it); its first TPU device."""
-    import tensorflow as tf
-
-    if not (runtime.is_tpu_vm and tpu):
-        return None
-    tpus = tf.config.list_logical_devices("TPU")
-    if not tpus:
-        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu="local")
-        tf.config.experimental_connect_to_cluster(resolver)
-        tf.tpu.experimental.initialize_tpu_system(resolver)
-        tpus = tf.config.list_logical_devices("TPU")
-    return tpus[0].name if tpus else None
-
-
-def tf_first_xla(runtime: Runtime | None = None, *, tpu: bool = True) -> dict:
-    """A tiny ``jit_compile=True`` function's result and HLO, on the first TPU device of a TPU VM (unless not `tpu`),
-    else the CPU; ``xla: False`` with TensorFlow's error where nothing can compile."""
+def tf_first_xla(runtime: Runtime, *, tpu: bool = True) -> dict:
+    """A tiny ``jit_compile=True`` function's result and HLO on a TPU VM's first core (if `tpu`), else the CPU."""
     import numpy as np
     import tensorflow as tf
 
-    runtime = runtime or detect_runtime()
     xn = np.arange(6, dtype=np.float32).reshape(2, 3)
-    out = {"expected": float((xn @ xn.T).sum()), "tensorflow": tf.__version__}
-    device = _tpu_device(runtime, tpu) or "/CPU:0"
-    if device == "/CPU:0":
-        missing = tf_host_xla_missing()
-        if missing:
-            return {**out, "xla": False, "why": missing, "device": device,
-                    "devices": [d.name for d in tf.config.list_logical_devices()]}
+    tpus = []
+    if runtime.is_tpu_vm and tpu:
+        tpus = tf.config.list_logical_devices("TPU")
+        if not tpus:  # connect once: initialize_tpu_system wipes the TPU's memory
+            resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu="local")
+            tf.config.experimental_connect_to_cluster(resolver)
+            tf.tpu.experimental.initialize_tpu_system(resolver)
+            tpus = tf.config.list_logical_devices("TPU")
+    device = tpus[0].name if tpus else "/CPU:0"
+    out = {"expected": float((xn @ xn.T).sum()), "tensorflow": tf.__version__, "device": device,
+           "devices": [d.name for d in tf.config.list_logical_devices()]}
+    missing = None if tpus else tf_host_xla_missing()
+    if missing:
+        return {**out, "xla": False, "why": missing}
 
     @tf.function(jit_compile=True)
     def gram_sum(x):
@@ -169,6 +136,4 @@ def tf_first_xla(runtime: Runtime | None = None, *, tpu: bool = True) -> dict:
         x = tf.reshape(tf.range(6, dtype=tf.float32), (2, 3))
         value = float(gram_sum(x))
         hlo = gram_sum.experimental_get_compiler_ir(x)(stage="hlo")
-    return {**out, "xla": True, "value": value, "hlo": hlo, "device": device,
-            "traces": gram_sum.experimental_get_tracing_count(),
-            "devices": [d.name for d in tf.config.list_logical_devices()]}
+    return {**out, "xla": True, "value": value, "hlo": hlo, "traces": gram_sum.experimental_get_tracing_count()}

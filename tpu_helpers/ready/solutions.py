@@ -1,15 +1,10 @@
-"""Reference answers for notebook 00's exercises (TensorFlow imported only when its answer is asked for).
-"""
+"""Reference answers for notebook 00's exercises (TensorFlow imported only when its answer is asked for)."""
 from __future__ import annotations
 
 
 def read_accelerator_type(accelerator_type: str) -> tuple[str, int]:
-    """Exercise 1: "v3-8" -> ("v3", 4), "v5litepod-8" -> ("v5e", 8).
-
-    The number after the dash counts TensorCores for v2, v3, v4 and v5p, which have two per chip, and chips for
-    v5e and v6e, which have one (https://cloud.google.com/tpu/docs/v5p-training: "v5p-32 ... 32 TensorCores
-    (16 chips)"; https://cloud.google.com/tpu/docs/v5e: "each v5e chip contains one TensorCore").
-    """
+    """Exercise 1: "v3-8" -> ("v3", 4), "v5litepod-8" -> ("v5e", 8)."""
+    # The number counts TensorCores on v2/v3/v4/v5p (two per chip), chips on v5e/v6e (one): cloud.google.com/tpu/docs
     name, number = accelerator_type.rsplit("-", 1)
     generation = "v5e" if name.startswith("v5lite") else name  # "v5litepod" is Google's name for v5e
     if generation in ("v2", "v3", "v4", "v5p"):
@@ -18,11 +13,7 @@ def read_accelerator_type(accelerator_type: str) -> tuple[str, int]:
 
 
 def hlo_of(function, x) -> str:
-    """Exercise 2, second part: the HLO module XLA builds for ``function`` called on ``x``.
-
-    ``experimental_get_compiler_ir`` exists only for functions created with ``jit_compile=True``
-    (https://www.tensorflow.org/api_docs/python/tf/types/experimental/PolymorphicFunction).
-    """
+    """Exercise 2, second part: the HLO module XLA builds for ``function`` (``jit_compile=True``) on ``x``."""
     return function.experimental_get_compiler_ir(x)(stage="hlo")
 
 

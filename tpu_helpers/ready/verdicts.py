@@ -1,5 +1,4 @@
-"""Notebook 00's verdicts: does each framework work here, and if not, what to do (never raised). The PyTorch/XLA
-probe gets torch_xla's own libtpu in a side folder, and a failure names a libtpu mismatch."""
+"""Notebook 00's verdicts: does each framework work here, and if not, what to do (never raised)."""
 from __future__ import annotations
 
 import os
@@ -8,20 +7,15 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from tpu_helpers.core import tpu_lock
 from tpu_helpers.core.frameworks import TPUHeldError, WrongBuildError, check_tpu_build
 from tpu_helpers.ready import first_xla
 
-__all__ = ["Verdict", "build_check", "torch_xla_libtpu", "libtpu_matches", "fetch_libtpu", "pjrt_api_versions",
-           "torch_failure", "torch_verdict", "tf_probe", "tf_verdict", "report", "NAMES"]
-
 NAMES = {"tf": "TensorFlow", "torch": "PyTorch/XLA"}
 # XLA's pjrt_api.cc logs it (INFO) when a framework loads a PJRT plugin such as libtpu
 _PJRT_LINE = re.compile(r"PJRT plugin has PJRT API version (\d+\.\d+)\. The framework PJRT API version is (\d+\.\d+)")
 SIDE_FOLDER = Path.home() / ".cache" / "tpu-course"  # where `fetch_libtpu` puts a framework's own libtpu
-_TORCH_NOTEBOOKS = "The PyTorch/XLA notebooks (02, 05-07) install torch_xla's own libtpu in their install cell"
 
 
 @dataclass(frozen=True)
@@ -37,30 +31,24 @@ class Verdict:
     def line(self) -> str:
         """The verdict in one paragraph for the learner."""
         state = {True: f"works here (on the {self.where})", False: "does not work here", None: "not checked"}
-        text = f"{NAMES[self.framework]}: {state[self.works]}. {self.found}"
-        return text + (f" To do: {self.todo}" if self.todo else "")
+        todo = f" To do: {self.todo}" if self.todo else ""
+        return f"{NAMES[self.framework]}: {state[self.works]}. {self.found}{todo}"
 
 
-def build_check(runtime, framework: str, *, probe_devices: bool = False, **inject) -> tuple[bool | None, str]:
+def build_check(runtime, framework: str, *, probe_devices: bool = False) -> tuple[bool | None, str]:
     """`check_tpu_build` as (True, what it says), (False: wrong build, why) or (None: the TPU is held, why)."""
     try:
-        return True, check_tpu_build(runtime, framework, probe_devices=probe_devices, **inject)
+        return True, check_tpu_build(runtime, framework, probe_devices=probe_devices)
     except WrongBuildError as e:
         return False, str(e)
     except TPUHeldError as e:
         return None, str(e)
 
 
-def torch_xla_libtpu(requires: list[str] | None = None) -> str | None:
-    """The libtpu release torch_xla's ``[tpu]`` extra pins (its metadata in the PyTorch/XLA environment:
-    ``libtpu==0.0.21`` for 2.9), or None."""
-    if requires is None:
-        requires = first_xla.torch_xla_requires()
-    for req in requires:
-        m = re.fullmatch(r"libtpu\s*==\s*([0-9][0-9.]*)\s*;\s*extra\s*==\s*['\"]tpu['\"]", req.strip())
-        if m:
-            return m.group(1)
-    return None
+def torch_xla_libtpu(requires: list[str]) -> str | None:
+    """The libtpu release torch_xla's ``[tpu]`` extra pins in its `requires` (0.0.21 for 2.9), or None."""
+    pins = [re.fullmatch(r"libtpu\s*==\s*([0-9][0-9.]*)\s*;\s*extra\s*==\s*['\"]tpu['\"]", r.strip()) for r in requires]
+    return next((m.group(1) for m in pins if m), None)
 
 
 def libtpu_matches(have: str | None, want: str) -> bool:
@@ -68,19 +56,15 @@ def libtpu_matches(have: str | None, want: str) -> bool:
     return bool(have) and (have == want or have.startswith(want + "."))
 
 
-def fetch_libtpu(version: str, *, folder: Path | None = None, run: Callable = subprocess.run) -> tuple[str | None, str]:
-    """libtpu `version` (else a post-release: 0.0.21 has no wheel for Python 3.13) in a side folder, the installed one
-    left alone: (its ``libtpu.so`` or None when pip failed, what happened)."""
-    folder = Path(folder or SIDE_FOLDER / f"libtpu-{version}")
+def fetch_libtpu(version: str) -> tuple[str | None, str]:
+    """libtpu `version` (or a post-release: 0.0.21 has no wheel for Python 3.13) in a side folder: (libtpu.so, how)."""
+    folder = SIDE_FOLDER / f"libtpu-{version}"
     found = sorted(folder.glob("libtpu/libtpu.so"))
     problem = ""
     for spec in ([] if found else [f"libtpu=={version}", f"libtpu=={version}.*"]):
         argv = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--upgrade", "--retries", "2",
                 "--timeout", "30", "--target", str(folder), spec]
-        try:
-            proc = run(argv, capture_output=True, text=True, timeout=900)
-        except subprocess.TimeoutExpired:
-            proc = subprocess.CompletedProcess(argv, None, "", "timed out after 900 s")
+        proc = subprocess.run(argv, capture_output=True, text=True)  # pip's own --timeout and --retries
         found = sorted(folder.glob("libtpu/libtpu.so"))
         if proc.returncode == 0 and found:
             break
@@ -94,50 +78,38 @@ def fetch_libtpu(version: str, *, folder: Path | None = None, run: Callable = su
 
 def pjrt_api_versions(output: str) -> tuple[str, str] | None:
     """(the PJRT plugin's API version, the framework's) from XLA's log line, or None when the output has none."""
-    m = _PJRT_LINE.search(output or "")
-    return (m.group(1), m.group(2)) if m else None
+    return m.groups() if (m := _PJRT_LINE.search(output or "")) else None
 
 
 def torch_failure(output: str, returncode: int | None, *, have: str | None, want: str | None,
                   side: bool) -> tuple[str, str]:
-    """(what went wrong, what to do) for a failed PyTorch/XLA probe on a TPU: a libtpu mismatch where the versions
-    (unless the probe had its own libtpu, ``side``) or the PJRT API line show one, else the child's last lines."""
-    pjrt = pjrt_api_versions(output)
-    tail = " | ".join(ln.strip() for ln in (output or "").strip().splitlines()[-3:])
-    exit_ = "timed out" if returncode is None else f"exit {returncode}"
-    versions = bool(want) and not side and not libtpu_matches(have, want)
-    api = bool(pjrt) and pjrt[0] != pjrt[1]
-    if versions or api:
-        why = []
-        if versions:
-            why.append(f"torch_xla asks libtpu {want}, this runtime has libtpu {have or '(none)'} (this TensorFlow "
-                       "notebook's install cell installed TensorFlow's)")
-        if api:
-            why.append(f"the PJRT plugin (libtpu) has PJRT API version {pjrt[0]}, torch_xla's framework {pjrt[1]}")
+    """(what went wrong, what to do) for a failed PyTorch/XLA probe on a TPU: a libtpu mismatch, else its last lines."""
+    pjrt, exit_ = pjrt_api_versions(output), "timed out" if returncode is None else f"exit {returncode}"
+    why = [f"torch_xla asks libtpu {want}, this runtime has libtpu {have or '(none)'} (this TensorFlow notebook's "
+           "install cell installed TensorFlow's)"] if want and not side and not libtpu_matches(have, want) else []
+    if pjrt and pjrt[0] != pjrt[1]:
+        why.append(f"the PJRT plugin (libtpu) has PJRT API version {pjrt[0]}, torch_xla's framework {pjrt[1]}")
+    if why:
         return (f"libtpu mismatch ({exit_}): " + "; ".join(why) + ".",
-                f"{_TORCH_NOTEBOOKS}{f' ({want})' if want else ''}: run them as they are (restart the runtime when "
+                "The PyTorch/XLA notebooks (02, 05-07) install torch_xla's own libtpu in their install cell"
+                f"{f' ({want})' if want else ''}: run them as they are (restart the runtime when "
                 "their install cell says so). Nothing else holds the TPU here.")
+    tail = " | ".join(ln.strip() for ln in (output or "").strip().splitlines()[-3:])
     return (f"the PyTorch/XLA check failed on the TPU ({exit_}), with no libtpu mismatch and no other process "
             f"holding the chips; its last lines: {tail}",
             "restart the runtime and run notebook 02 from the top; if it fails there too, report these lines.")
 
 
-def torch_verdict(runtime, *, probe: Callable | None = None, installed: Callable | None = None,
-                  requires: list[str] | None = None, fetch: Callable = fetch_libtpu,
-                  lock_holder: Callable[[], int | None] | None = None) -> tuple[Verdict, dict | None]:
-    """PyTorch/XLA's verdict and the probe's result (None when it did not run or failed); on a TPU VM the probe runs
-    with torch_xla's own libtpu, once no other process holds the chips. ``installed``: the PyTorch/XLA environment's
-    versions (`first_xla.torch_environment`) by default."""
-    probe = probe or first_xla.torch_xla_first_xla
-    installed = installed or first_xla.torch_environment()[0].get
-    xla = installed("torch-xla")
+def torch_verdict(runtime, installed: dict, requires: list[str]) -> tuple[Verdict, dict | None]:
+    """PyTorch/XLA's verdict and probe result from `first_xla.torch_environment`; on a TPU, with its own libtpu."""
+    xla = installed.get("torch-xla")
     if not xla:
         return Verdict("torch", None, "", "torch_xla is not installed in this runtime.",
                        "nothing here: the PyTorch/XLA notebooks (02, 05-07) install it in their install cell."), None
-    where, note, path, have, want = "CPU", "", None, installed("libtpu"), None
+    where, note, path, have, want = "CPU", "", None, installed.get("libtpu"), None
     if runtime.is_tpu_vm:
         where = "TPU"
-        pid = (lock_holder or (lambda: tpu_lock.libtpu_lock_holder(self_pid=-1)))()
+        pid = tpu_lock.libtpu_lock_holder(self_pid=-1)
         if pid == os.getpid():
             return Verdict("torch", None, where, "This kernel itself holds the TPU (TensorFlow took it when section 4 "
                            "ran).", "restart the runtime and run this notebook from the top."), None
@@ -146,21 +118,18 @@ def torch_verdict(runtime, *, probe: Callable | None = None, installed: Callable
             return Verdict("torch", None, where, what, fix), None
         want = torch_xla_libtpu(requires)
         if want and not libtpu_matches(have, want):
-            path, fetched = fetch(want)
+            path, fetched = fetch_libtpu(want)
             note = (f" torch_xla {xla} asks libtpu {want}; this runtime has libtpu {have or '(none)'} (TensorFlow's, "
                     "from this notebook's install cell), so the check ran with "
                     + (f"{fetched}." if path else f"the installed one: {fetched}."))
     try:
-        result = probe(runtime, libtpu_path=path)
+        result = first_xla.torch_xla_first_xla(runtime, libtpu_path=path)
     except first_xla.ProbeFailed as e:
         if not runtime.is_tpu_vm:
             return Verdict("torch", False, "", f"On the CPU, {e}",
                            "reinstall the course's environment (./course setup) and run again."), None
         found, todo = torch_failure(e.output, e.returncode, have=have, want=want, side=bool(path))
         return Verdict("torch", False, "", found + note, todo), None
-    if not result.get("installed"):
-        return Verdict("torch", None, "", f"torch_xla does not import here ({result.get('error')}).",
-                       "nothing here: the PyTorch/XLA notebooks install it in their install cell."), None
     if result["device_type"] != where:
         return Verdict("torch", False, result["device_type"], f"torch_xla {xla} ran on {result['device_type']}, "
                        f"not the {where}.{note}", "unset PJRT_DEVICE, restart the runtime and run from the top."), result
@@ -170,15 +139,14 @@ def torch_verdict(runtime, *, probe: Callable | None = None, installed: Callable
                    f"({result['devices']} device(s)).{api}{note}"), result
 
 
-def tf_probe(runtime, tpu: bool | None, *, run: Callable | None = None) -> dict:
+def tf_probe(runtime, tpu: bool | None) -> dict:
     """`first_xla.tf_first_xla` on the TPU when `tpu`, else the CPU; on a TPU VM an error comes back as ``xla: False``."""
-    run, tpu = run or first_xla.tf_first_xla, bool(tpu)
     if not runtime.is_tpu_vm:
-        return run(runtime, tpu=False)
+        return first_xla.tf_first_xla(runtime, tpu=False)
     try:
-        return run(runtime, tpu=tpu)
+        return first_xla.tf_first_xla(runtime, tpu=bool(tpu))
     except Exception as e:  # noqa: BLE001  (TensorFlow raises several types when it cannot use the TPU)
-        first = str(e).strip().splitlines()[0][:300] if str(e).strip() else ""
+        first = (str(e).strip().splitlines() or [""])[0][:300]
         return {"xla": False, "why": f"{type(e).__name__} on the {'TPU' if tpu else 'host'}: {first}",
                 "device": None, "devices": [], "tpu_error": tpu}
 
@@ -200,8 +168,3 @@ def tf_verdict(runtime, tpu_ok: bool | None, tpu_found: str, tf_check: dict) -> 
                        "on a CPU runtime; the PyTorch/XLA ones use this TPU.")
     return Verdict("tf", False, "", f"TensorFlow compiled nothing here: {tf_check.get('why')}.",
                    "off a TPU use TensorFlow's CPU build (./course, or a CPU runtime's install cell).")
-
-
-def report(verdicts: list[Verdict]) -> str:
-    """The verdicts, one paragraph each, for the end of notebook 00."""
-    return "\n".join(f"- {v.line()}" for v in verdicts)

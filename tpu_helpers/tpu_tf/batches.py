@@ -2,14 +2,12 @@
 from __future__ import annotations
 
 import math
-import numbers
 import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from tpu_helpers.core.runtime import _DEVICES_PER_CHIP, parse_accelerator_type, slice_hosts
 
-# -------------------------------------------------------------------------------------- batch arithmetic
 DEFAULT_SLICES = ("v5e-1", "v2-8", "v3-8", "v5e-8", "v3-32")
 
 
@@ -28,21 +26,17 @@ def slice_info(name: str) -> SliceInfo:
     """``slice_info("v3-32")`` -> 16 chips, 32 replicas, 4 hosts. Accepts "v5e-8" and "v5litepod-8"."""
     acc = re.sub(r"^v5e-", "v5litepod-", name.strip().lower())
     generation, chips, _cores = parse_accelerator_type(acc)
-    replicas = chips * _DEVICES_PER_CHIP.get(generation, 1)
-    hosts = slice_hosts(generation, chips)
-    friendly = acc.replace("v5litepod", "v5e")
-    return SliceInfo(friendly, generation, chips, replicas, hosts)
+    return SliceInfo(acc.replace("v5litepod", "v5e"), generation, chips, chips * _DEVICES_PER_CHIP.get(generation, 1),
+                     slice_hosts(generation, chips))
 
 
 def split_batch(batch: int, replicas: int) -> list[int]:
     """How ``tf.distribute`` splits a batch: ``ceil(batch / replicas)`` each until it runs out (TF 2.20)."""
-    if replicas < 1 or batch < 0:
-        raise ValueError("need replicas >= 1 and batch >= 0")
     each = math.ceil(batch / replicas) if batch else 0
     return [max(0, min(each, batch - i * each)) for i in range(replicas)]
 
 
-@dataclass(frozen=True)
+@dataclass
 class BatchPlan:
     """Per-replica and global batch, steps per epoch, and the batch shapes one epoch produces."""
 
@@ -50,91 +44,41 @@ class BatchPlan:
     replicas: int
     dataset_size: int
     drop_remainder: bool = True
-    hosts: int | None = 1
+    hosts: int | None = 1  # TPU VMs; None when not known
     name: str = ""
 
-    @property
-    def global_batch(self) -> int:
-        return self.per_replica_batch * self.replicas
-
-    @property
-    def remainder(self) -> int:
-        return self.dataset_size % self.global_batch
-
-    @property
-    def steps_per_epoch(self) -> int:
-        full = self.dataset_size // self.global_batch
-        return full if self.drop_remainder or not self.remainder else full + 1
-
-    @property
-    def dropped_examples(self) -> int:
-        """Examples an epoch skips (with ``drop_remainder=True``; they are seen in later epochs if shuffled)."""
-        return self.remainder if self.drop_remainder else 0
-
-    @property
-    def batch_sizes(self) -> list[int]:
-        """The distinct global batch sizes one epoch produces: each is one more XLA compilation."""
-        sizes = [self.global_batch] if self.dataset_size >= self.global_batch else []
-        if not self.drop_remainder and self.remainder:
-            sizes.append(self.remainder)
-        return sizes
-
-    @property
-    def compilations(self) -> int:
-        return len(self.batch_sizes)
-
-    @property
-    def per_replica_split(self) -> list[int]:
-        return split_batch(self.global_batch, self.replicas)
-
-    @property
-    def last_batch_split(self) -> list[int] | None:
-        """How the final partial batch is split (None when there is none)."""
-        if self.drop_remainder or not self.remainder:
-            return None
-        return split_batch(self.remainder, self.replicas)
-
-    @property
-    def per_host_batch(self) -> int | None:
-        """What each host's input pipeline must produce on a multi-host slice (global batch / hosts)."""
-        return self.global_batch // self.hosts if self.hosts else None
+    def __post_init__(self):
+        self.global_batch = self.per_replica_batch * self.replicas
+        self.per_host_batch = self.global_batch // self.hosts if self.hosts else None  # each host's pipeline makes it
+        self.remainder = self.dataset_size % self.global_batch
+        ragged = bool(self.remainder) and not self.drop_remainder  # a last, partial batch
+        self.steps_per_epoch = self.dataset_size // self.global_batch + ragged
+        self.dropped_examples = self.remainder if self.drop_remainder else 0  # seen in later epochs if shuffled
+        # the distinct global batch sizes one epoch produces: each is one more XLA compilation
+        self.batch_sizes = [self.global_batch] * int(self.dataset_size >= self.global_batch) + [self.remainder] * ragged
+        self.compilations = len(self.batch_sizes)
+        self.per_replica_split = split_batch(self.global_batch, self.replicas)
+        self.last_batch_split = split_batch(self.remainder, self.replicas) if ragged else None
 
     def row(self) -> dict[str, Any]:
-        return {"slice": self.name or f"{self.replicas} replicas", "hosts": self.hosts if self.hosts else "?",
+        return {"slice": self.name or f"{self.replicas} replicas", "hosts": self.hosts or "?",
                 "replicas": self.replicas, "per-replica batch": self.per_replica_batch,
-                "global batch": self.global_batch,
-                "per-host batch": self.per_host_batch if self.per_host_batch else "?",
+                "global batch": self.global_batch, "per-host batch": self.per_host_batch or "?",
                 "steps/epoch": self.steps_per_epoch, "dropped/epoch": self.dropped_examples,
-                "batch shapes": len(self.batch_sizes)}
+                "batch shapes": self.compilations}
 
 
-def plan_batches(per_replica_batch: int, replicas: int, dataset_size: int, drop_remainder: bool = True,
-                 hosts: int | None = 1, name: str = "") -> BatchPlan:
-    """The batch arithmetic of one configuration. Raises ValueError for sizes that cannot work."""
-    counts = (per_replica_batch, replicas, dataset_size)
-    if (any(isinstance(v, bool) or not isinstance(v, numbers.Integral) for v in counts)  # numpy integers are fine
-            or min(per_replica_batch, replicas) < 1 or dataset_size < 0):
-        raise ValueError(f"batches and steps are counts: per_replica_batch and replicas must be >= 1 and dataset_size "
-                         f">= 0, each a whole number (got {counts})")
-    if hosts and replicas % hosts:
-        raise ValueError(f"{replicas} replicas cannot be spread evenly over {hosts} hosts")
-    return BatchPlan(per_replica_batch, replicas, dataset_size, drop_remainder, hosts, name)
+plan_batches = BatchPlan  # the batch arithmetic of one configuration
 
 
 def batch_table(per_replica_batch: int, dataset_size: int, slices: Iterable[str] = DEFAULT_SLICES,
                 drop_remainder: bool = True, extra: Mapping[str, int] | None = None) -> list[BatchPlan]:
     """One `BatchPlan` per TPU slice (by name, e.g. "v3-8") plus `extra` rows ``{label: replicas}``."""
-    plans = []
-    for s in slices:
-        info = slice_info(s)
-        plans.append(plan_batches(per_replica_batch, info.replicas, dataset_size, drop_remainder, info.hosts,
-                                  info.name))
-    for label, replicas in (extra or {}).items():
-        plans.append(plan_batches(per_replica_batch, replicas, dataset_size, drop_remainder, 1, label))
-    return plans
+    rows = [(i.name, i.replicas, i.hosts) for i in map(slice_info, slices)]
+    rows += [(label, replicas, 1) for label, replicas in (extra or {}).items()]
+    return [BatchPlan(per_replica_batch, r, dataset_size, drop_remainder, hosts, name) for name, r, hosts in rows]
 
 
-# ------------------------------------------------------------------------------ what the replicas saw
 def replica_batch_shapes(strategy: Any, dataset: Any, steps: int | None = None) -> list[list[tuple[tuple[int, ...], ...]]]:
     """Per step and replica, the shapes of the batch each replica received (read in a tf.function)."""
     import tensorflow as tf

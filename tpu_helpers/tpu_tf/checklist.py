@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable
 
 from tpu_helpers.xla_tf.lesson_cells import jit_compile_for, strategy_kind
 
@@ -27,7 +27,6 @@ def unsynced_variables(strategy: Any, variables: Iterable[Any]) -> list[str]:
     return out
 
 
-# --------------------------------------------------------------------------------------- the checklist
 @dataclass
 class CheckItem:
     """One line of the TPU-readiness checklist: `ok` is True/False, or None when it cannot be checked here."""
@@ -52,34 +51,23 @@ def tpu_checklist(strategy: Any, model: Any = None, dataset: Any = None, xla_tra
     if dataset is not None:
         report = inspect_pipeline(dataset)
         items.append(CheckItem("data pipeline is pure tf.data (a TPU Node can run it)", report.is_pure,
-                               "" if report.is_pure else "; ".join(sorted({f.kind for f in report.findings}))))
+                               "" if report.is_pure else "; ".join(sorted(report.kinds))))
         local = report.local_files
-        if not report.is_pure:
-            files_ok, files_detail = None, "cannot tell: its Python ops may read local files (to_tf_dataset does)"
-        else:
-            files_ok = not local
-            files_detail = f"reads {len(local)} local file(s): fine on a TPU VM" if local else ""
-        items.append(CheckItem("data is in memory or gs:// (no local files, for a TPU Node)", files_ok,
-                               files_detail))
+        files_detail = f"reads {len(local)} local file(s): fine on a TPU VM" if local else ""
+        items.append(CheckItem("data is in memory or gs:// (no local files, for a TPU Node)", not local if
+                               report.is_pure else None, files_detail if report.is_pure else
+                               "cannot tell: its Python ops may read local files (to_tf_dataset does)"))
         dims = unknown_dims(dataset.element_spec)
         items.append(CheckItem("every shape in element_spec is static (drop_remainder=True, fixed padding)",
                                not dims, ", ".join(dims)))
     if model is not None:
-        variables = list(getattr(model, "variables", []))
-        opt = getattr(model, "optimizer", None)
-        if opt is not None and hasattr(opt, "variables"):
-            ov = opt.variables
-            variables += list(ov() if callable(ov) else ov)
+        variables = list(model.variables) + list(getattr(getattr(model, "optimizer", None), "variables", []))
         outside = variables_outside_scope(strategy, variables)
         items.append(CheckItem("model and optimizer created inside strategy.scope()", not outside,
                                f"{len(outside)} variable(s) outside, e.g. {outside[0]}" if outside
                                else f"{len(variables)} variables checked"))
-    if model is not None:
         decision, jit_compile = jit_compile_for(strategy), getattr(model, "jit_compile", None)
         items.append(CheckItem(f"jit_compile={decision.enabled} for this strategy ({strategy_kind(strategy)})",
                                None if jit_compile is None else bool(jit_compile) == decision.enabled, decision.reason))
     return items
 
-
-def format_checklist(items: Sequence[CheckItem]) -> str:
-    return "\n".join(str(i) for i in items)

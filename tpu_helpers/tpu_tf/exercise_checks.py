@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import math
-from numbers import Integral
+import numbers
 from typing import Any, Callable, Mapping
 
 import numpy as np
@@ -17,68 +17,38 @@ SLICES = ("v5e-1", "v3-8", "v5e-8", "v3-32")
 _BATCH_CASES = ((32, 10_000), (16, 4096), (8, 40), (64, 1_000_003))
 
 
-def _is_int(value: Any) -> bool:
-    return isinstance(value, Integral) and not isinstance(value, bool)
-
-
-# ------------------------------------------------------------------------------------ batch arithmetic
-def _replica_problem(name: str, value: Any) -> str | None:
-    info = slice_info(name)  # chips and replicas from tpu_helpers.core.runtime, the one owner of the per-chip rule
-    if not _is_int(value):
-        return f"SLICE_REPLICAS[{name!r}] is {short(value)}: give a whole number of replicas"
-    per_chip = info.replicas // info.chips
-    return None if value == info.replicas else (
-        f"SLICE_REPLICAS[{name!r}] = {value}, but {name} has {info.chips} chips and {info.replicas} replicas: a "
-        f"{info.generation} chip shows TensorFlow {per_chip} TensorCore{'s' if per_chip > 1 else ''}, one replica "
-        f"each, and the number in a {info.generation} slice's name counts {'TensorCores' if per_chip > 1 else 'chips'}.")
-
-
-def _batch_problem(result: Any, per_replica: int, replicas: int, examples: int) -> str | None:
-    call = f"global_batch_and_steps({per_replica}, {replicas}, {examples})"
-    plan = plan_batches(per_replica, replicas, examples, drop_remainder=True)
-    want = (plan.global_batch, plan.steps_per_epoch)
-    if not isinstance(result, (tuple, list)) or len(result) != 2:
-        return f"{call} returned {short(result)}: return two numbers, (global_batch, steps_per_epoch)"
-    global_batch, steps = result
-    if not _is_int(global_batch) or not _is_int(steps):
-        return (f"{call} returned {short(tuple(result))}: both must be whole numbers (int). Steps count whole "
-                "batches: use integer division, examples // global_batch.")
-    if global_batch != plan.global_batch:
-        return (f"{call} returned global batch {global_batch}: the pipeline builds the global batch, which "
-                f"tf.distribute splits over the replicas, so it is per-replica batch x replicas = {plan.global_batch}")
-    if steps == want[1]:
-        return None
-    if steps == math.ceil(examples / plan.global_batch):
-        return (f"{call} returned {steps} steps: you rounded up. With drop_remainder=True the last, partial batch "
-                f"({plan.remainder} examples) is dropped, so steps = {examples} // {plan.global_batch} = {want[1]}")
-    if steps in (examples // per_replica, math.ceil(examples / per_replica)):
-        return (f"{call} returned {steps} steps: you divided by the per-replica batch. Each step consumes one "
-                f"global batch ({plan.global_batch} examples over {replicas} replicas)")
-    return f"{call} returned {steps} steps; with drop_remainder=True an epoch has examples // global batch steps"
-
-
 def check_global_batch_and_steps(global_batch_and_steps: Callable, slice_replicas: Mapping[str, Any],
                                  this_runtime: tuple[int, int, int] | None = None) -> CheckResult:
     """Replicas per slice and ``global_batch_and_steps`` against `plan_batches` (and the notebook's own run)."""
 
     def body() -> str:
         call_answer(global_batch_and_steps, 8, 8, 100, what="global_batch_and_steps(8, 8, 100)")
-        if not isinstance(slice_replicas, Mapping):
-            raise AssertionError(f"SLICE_REPLICAS must be a dict {{slice name: replicas}}, not {short(slice_replicas)}")
         missing = [name for name in SLICES if slice_replicas.get(name) is None]
         if missing:
             raise NotAttempted(f"global_batch_and_steps is written; now fill in SLICE_REPLICAS for {', '.join(missing)}")
         for name in SLICES:
-            problem = _replica_problem(name, slice_replicas[name])
-            assert problem is None, problem
+            info = slice_info(name)  # chips and replicas from core.runtime, the one owner of the per-chip rule
+            per_chip = info.replicas // info.chips
+            assert slice_replicas[name] == info.replicas, (
+                f"SLICE_REPLICAS[{name!r}] = {short(slice_replicas[name])}, but {name} has {info.chips} chips and "
+                f"{info.replicas} replicas: a {info.generation} chip shows TensorFlow {per_chip} TensorCore"
+                f"{'s' if per_chip > 1 else ''}, one replica each, and the number in a {info.generation} slice's "
+                f"name counts {'TensorCores' if per_chip > 1 else 'chips'}.")
         cases = [(b, slice_info(name).replicas, n) for name in SLICES for b, n in _BATCH_CASES]
-        if this_runtime is not None:
-            cases.append(tuple(int(v) for v in this_runtime))
+        cases += [tuple(int(v) for v in this_runtime)] if this_runtime is not None else []
         for per_replica, replicas, examples in cases:
-            result = call_answer(global_batch_and_steps, per_replica, replicas, examples,
-                                 what=f"global_batch_and_steps({per_replica}, {replicas}, {examples})")
-            problem = _batch_problem(result, per_replica, replicas, examples)
-            assert problem is None, problem
+            call = f"global_batch_and_steps({per_replica}, {replicas}, {examples})"
+            got = call_answer(global_batch_and_steps, per_replica, replicas, examples, what=call)
+            plan = plan_batches(per_replica, replicas, examples, drop_remainder=True)
+            got = tuple(got) if isinstance(got, (tuple, list)) else got
+            assert not plan.remainder or got != (plan.global_batch, math.ceil(examples / plan.global_batch)), (
+                f"{call} returned {got[1]} steps: you rounded up. With drop_remainder=True the last, partial batch "
+                f"({plan.remainder} examples) is dropped: {examples} // {plan.global_batch} = {plan.steps_per_epoch}")
+            want = (plan.global_batch, plan.steps_per_epoch)
+            assert got == want and all(isinstance(v, numbers.Integral) for v in got), (
+                f"{call} returned {short(got)}, expected ({plan.global_batch}, {plan.steps_per_epoch}): the global "
+                f"batch is per-replica batch x replicas (tf.distribute splits it), and each step consumes one global "
+                "batch, whole batches only (//)")
         v3_32 = plan_batches(32, slice_info("v3-32").replicas, 10_000)
         return (f"replicas per slice {dict((n, slice_info(n).replicas) for n in SLICES)}, and global batch and "
                 f"steps agree with plan_batches on {len(cases)} cases (e.g. 32 per replica on a v3-32: global batch "
@@ -87,7 +57,6 @@ def check_global_batch_and_steps(global_batch_and_steps: Callable, slice_replica
     return run_check(body)
 
 
-# ------------------------------------------------------------------------------- a TPU-Node-ready pipeline
 def check_node_ready_dataset(make_node_ready_dataset: Callable, batch_size: int = 8) -> CheckResult:
     """A pure, static-shaped, one-epoch ``tf.data`` pipeline of paired ``(features, labels)`` batches."""
 
@@ -103,28 +72,22 @@ def check_node_ready_dataset(make_node_ready_dataset: Callable, batch_size: int 
         labels = rng.integers(0, 2, size=rows).astype(np.int32)
         what = f"make_node_ready_dataset(features, labels, {batch_size})"
         ds = call_answer(make_node_ready_dataset, features, labels, batch_size, what=what)
-        assert isinstance(ds, tf.data.Dataset), (
-            f"{what} returned {short(ds)}: return a tf.data.Dataset (tf.data.Dataset.from_tensor_slices(...)...)")
+        assert isinstance(ds, tf.data.Dataset), f"{what} returned {short(ds)}: return a tf.data.Dataset"
         report = inspect_pipeline(ds)
-        assert report.is_pure, (f"your pipeline uses {', '.join(sorted(report.kinds))}, which a TPU Node cannot run: "
-                                f"{report.findings[0].explanation if report.findings else ''} Build it from the "
-                                "arrays with tf.data.Dataset.from_tensor_slices and tf ops only.")
-        assert not report.local_files, (
-            f"your pipeline reads {len(report.local_files)} file(s) from this machine's disk (e.g. "
-            f"{report.local_files[0]}): a TPU Node cannot see them. Keep the arrays in memory or put the files on gs://.")
+        assert report.node_ready, (f"a TPU Node cannot run your pipeline: {report.explain()} Build it from the "
+                                   "arrays with tf.data.Dataset.from_tensor_slices and tf ops only.")
         dims = unknown_dims(ds.element_spec)
         assert not dims, (
             f"element_spec has an unknown dimension ({'; '.join(dims)}): without drop_remainder=True the last batch "
             f"may be smaller, and XLA compiles again for it. Use .batch({batch_size}, drop_remainder=True)")
         spec, want = ds.element_spec, ((batch_size, 6), (batch_size,))
         shapes = tuple(tuple(s.shape) for s in spec) if isinstance(spec, tuple) and len(spec) == 2 else None
-        assert shapes == want, (f"each element should be a (features, labels) pair of batches with shapes {want[0]} "
-                                f"and {want[1]}; your element_spec is {short(spec, 200)}")
         steps = rows // batch_size
-        seen = [(np.asarray(x), np.asarray(y)) for _, (x, y) in zip(range(steps + 1), ds)]
-        assert len(seen) == steps, (
-            f"one epoch gave {len(seen)}{'+' if len(seen) > steps else ''} batches; {rows} examples in batches of "
-            f"{batch_size} with drop_remainder=True make {steps} (no .repeat(): Keras' fit(epochs=...) repeats)")
+        seen = [(np.asarray(x), np.asarray(y)) for _, (x, y) in zip(range(steps + 1), ds)] if shapes == want else []
+        assert shapes == want and len(seen) == steps, (
+            f"one epoch should be {steps} (features, labels) pairs of batches with shapes {want[0]} and {want[1]} "
+            f"(drop_remainder=True, no .repeat()); your element_spec is {short(spec, 200)}, and one epoch gave "
+            f"{len(seen)}{'+' if len(seen) > steps else ''} batches")
         xs, ys = np.concatenate([x for x, _ in seen]), np.concatenate([y for _, y in seen])
         index = np.clip(xs[:, 0], 0, rows - 1)
         assert (ys == labels[index]).all(), (

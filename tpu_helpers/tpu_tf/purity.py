@@ -20,45 +20,24 @@ EXPLANATIONS = {
 }
 
 
-@dataclass(frozen=True)
-class Finding:
-    """One non-pure piece of the pipeline: `kind` (py_function, numpy_function, from_generator), where."""
-
-    kind: str
-    op: str
-    function: str
-    explanation: str
-
-
 @dataclass
 class PipelineReport:
     """What `inspect_pipeline` found. `is_pure`: no Python ops; `node_ready`: pure and no local files."""
 
-    findings: list[Finding] = field(default_factory=list)
+    findings: list[str] = field(default_factory=list)  # one kind per Python op: py_function, numpy_function ...
     files: list[str] = field(default_factory=list)
     op_counts: Counter = field(default_factory=Counter)
 
-    @property
-    def is_pure(self) -> bool:
-        return not self.findings
-
-    @property
-    def kinds(self) -> set[str]:
-        return {f.kind for f in self.findings}
-
-    @property
-    def local_files(self) -> list[str]:
-        return [f for f in self.files if not f.startswith("gs://")]
-
-    @property
-    def node_ready(self) -> bool:
-        return self.is_pure and not self.local_files
+    def __post_init__(self):
+        self.is_pure, self.kinds = not self.findings, set(self.findings)
+        self.local_files = [f for f in self.files if not f.startswith("gs://")]
+        self.node_ready = self.is_pure and not self.local_files
 
     def explain(self) -> str:
         """Plain-language verdict, one paragraph per kind of finding."""
         lines = (["Pure tf.data: no Python ops; TensorFlow can run this pipeline anywhere."] if self.is_pure else
                  [f"Not pure: {len(self.findings)} Python op(s); a TPU Node cannot run this pipeline."]
-                 + [f"- {kind}: {EXPLANATIONS[kind]}" for kind in dict.fromkeys(f.kind for f in self.findings)])
+                 + [f"- {kind}: {EXPLANATIONS[kind]}" for kind in dict.fromkeys(self.findings)])
         if self.local_files:
             lines.append(f"Reads {len(self.local_files)} local file(s) (e.g. {self.local_files[0]}): fine on a TPU VM, "
                          "invisible to a TPU Node; copy them to gs:// for a Node.")
@@ -66,68 +45,48 @@ class PipelineReport:
             lines.append(f"Reads {len(self.files)} file(s) from gs://: every TPU can reach them.")
         return "\n".join(lines)
 
-    def __str__(self) -> str:
-        return self.explain()
+
+def _const_strings(node: Any) -> list[str]:
+    import numpy as np
+    import tensorflow as tf
+
+    if node.op != "Const" or node.attr["value"].tensor.dtype != tf.string.as_datatype_enum:
+        return []
+    # the way tf.data reads its own file names back (Dataset._maybe_track_assets); make_ndarray fails on them
+    values = tf.io.parse_tensor(node.attr["value"].tensor.SerializeToString(), tf.string).numpy()
+    return [v.decode("utf-8", "replace") for v in np.reshape(values, -1)]  # a scalar too
 
 
-def _graph_def(dataset: Any) -> Any:
+def inspect_pipeline(dataset: Any) -> PipelineReport:
+    """List the Python ops (py_function, numpy_function, from_generator) and files of a `tf.data.Dataset`."""
     import tensorflow as tf
 
     from tpu_helpers._compat import dataset_variant
 
     graph_def = tf.compat.v1.GraphDef()
-    serialized = tf.raw_ops.DatasetToGraphV2(
+    graph_def.ParseFromString(tf.raw_ops.DatasetToGraphV2(
         input_dataset=dataset_variant(dataset),  # the dataset's graph handle
         external_state_policy=1,  # IGNORE: serialise past stateful/Python ops, we want to list them
-        strip_device_assignment=True)
-    graph_def.ParseFromString(serialized.numpy())
-    return graph_def
-
-
-def _const_strings(node: Any) -> list[str]:
-    import tensorflow as tf
-
-    if node.op != "Const" or "value" not in node.attr:
-        return []
-    tensor = node.attr["value"].tensor
-    if tensor.dtype != tf.string.as_datatype_enum:
-        return []
-    try:  # the way tf.data reads its own file names back (Dataset._maybe_track_assets)
-        values = tf.io.parse_tensor(tensor.SerializeToString(), tf.string).numpy()
-    except (tf.errors.OpError, ValueError):
-        return []
-    values = values.reshape(-1) if hasattr(values, "reshape") else [values]
-    return [v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v) for v in values]
-
-
-def inspect_pipeline(dataset: Any) -> PipelineReport:
-    """List the Python ops (py_function, numpy_function, from_generator) and files of a `tf.data.Dataset`."""
-    graph_def = _graph_def(dataset)
-    report = PipelineReport()
+        strip_device_assignment=True).numpy())
+    findings, files, op_counts = [], [], Counter()
     bodies = [("<pipeline>", list(graph_def.node))]
     bodies += [(f.signature.name, list(f.node_def)) for f in graph_def.library.function]
-    generator_fns = set()
-    for fname, nodes in bodies:
-        for n in nodes:
-            report.op_counts[n.op] += 1
-            if n.op == "GeneratorDataset":
-                for attr in ("init_func", "next_func", "finalize_func"):
-                    if attr in n.attr:
-                        generator_fns.add(n.attr[attr].func.name)
+    op_counts.update(n.op for _, nodes in bodies for n in nodes)
+    generator_fns = {n.attr[a].func.name for _, nodes in bodies for n in nodes if n.op == "GeneratorDataset"
+                     for a in ("init_func", "next_func", "finalize_func") if a in n.attr}
     for fname, nodes in bodies:
         by_name = {n.name: n for n in nodes}
         for n in nodes:
             if n.op in PY_OPS:
                 from_gen = fname in generator_fns or "from_generator" in fname
                 kind = "from_generator" if from_gen else PY_OPS[n.op]
-                if kind == "from_generator" and any(f.kind == kind for f in report.findings):
-                    continue  # one generator = three PyFuncs (init, next, finalize): report it once
-                report.findings.append(Finding(kind, n.op, fname, EXPLANATIONS[kind]))
+                if kind != "from_generator" or kind not in findings:  # one generator = three PyFuncs: once
+                    findings.append(kind)
             elif (n.op in FILE_DATASET_OPS or n.name.startswith("FileIdentity")) and n.input:
                 src = by_name.get(n.input[0].split(":")[0].lstrip("^"))
                 if src is not None:
-                    report.files.extend(f for f in _const_strings(src) if f not in report.files)
-    return report
+                    files.extend(f for f in _const_strings(src) if f not in files)
+    return PipelineReport(findings, files, op_counts)
 
 
 def unknown_dims(element_spec: Any, path: str = "") -> list[str]:

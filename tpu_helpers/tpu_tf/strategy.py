@@ -6,7 +6,7 @@ import re
 from typing import Any, Mapping
 
 from tpu_helpers.core.runtime import Runtime, detect_runtime
-from tpu_helpers.core.tpu_lock import LIBTPU_LOCKFILE, held_message, libtpu_lock_holder
+from tpu_helpers.core.tpu_lock import held_message, libtpu_lock_holder
 
 # The TPU build, installed the way the notebooks' install cell does it (tools/install_plan.py owns the plan).
 TF_TPU_INSTALL = ("pip uninstall -y tensorflow tensorflow-cpu && pip install tensorflow-tpu==2.20.0 libtpu==0.0.14 "
@@ -21,10 +21,8 @@ def _error(problem: str, fix: str) -> RuntimeError:
 
 def tpu_to_connect(runtime: Runtime, tpu: str | None = None, env: Mapping[str, str] | None = None) -> str | None:
     """``tpu=`` for ``TPUClusterResolver``: `tpu`, 'local' on a TPU VM, a Node's address, ``TPU_NAME``, or None."""
-    if tpu:
-        return tpu
-    if runtime.is_tpu_vm:
-        return "local"
+    if tpu or runtime.is_tpu_vm:
+        return tpu or "local"
     if runtime.is_tpu_node and runtime.tpu_address:
         return runtime.tpu_address
     name = (os.environ if env is None else env).get("TPU_NAME", "").strip()
@@ -32,16 +30,13 @@ def tpu_to_connect(runtime: Runtime, tpu: str | None = None, env: Mapping[str, s
 
 
 def explain_tpu_error(exc: BaseException, tpu: str | None, runtime: Runtime, zone: str | None = None,
-                      project: str | None = None, lockfile: str = LIBTPU_LOCKFILE,
-                      proc_locks: str = "/proc/locks") -> BaseException:
+                      project: str | None = None) -> BaseException:
     """A RuntimeError saying what went wrong and the fix, for a known failure to connect to `tpu`; else `exc`."""
     msg, name = str(exc), type(exc).__name__
     how = "vm" if tpu == "local" else ("node" if (tpu or "").startswith("grpc://") else "named")
-    if "already in use by process with pid" in msg:
+    if any(s in msg for s in ("already in use by process with pid", "libtpu_lockfile", "multi-process lockfile")):
         m = re.search(r"pid (\d+)", msg)
-        return _error(*held_message(int(m.group(1)) if m else None, lockfile))
-    if "libtpu_lockfile" in msg or "libtpu multi-process lockfile" in msg:
-        return _error(*held_message(libtpu_lock_holder(lockfile, proc_locks), lockfile))
+        return _error(*held_message(int(m.group(1)) if m else libtpu_lock_holder()))
     if "Please provide a TPU Name" in msg:
         return _error("No TPU name: TPUClusterResolver() needs tpu='local' on a TPU VM, a grpc:// address for a TPU "
                       "Node, or a Cloud TPU name (also read from the TPU_NAME variable), and none was found.",
@@ -52,9 +47,6 @@ def explain_tpu_error(exc: BaseException, tpu: str | None, runtime: Runtime, zon
                       f"{f' of project {project!r}' if project else ''}.",
                       "check the name, zone and project with `gcloud compute tpus tpu-vm list --zone=ZONE`; on the "
                       "TPU VM itself, use tpu='local' instead of its name.")
-    if "Missing runtime dependency on the Google API client" in msg:
-        return _error(f"Resolving the named TPU {tpu!r} needs the Cloud TPU API client, which is not installed.",
-                      "`pip install cloud-tpu-client`, or run on the TPU VM itself with tpu='local'.")
     if how == "named" and ("metadata.google.internal" in msg or name in ("URLError", "gaierror")
                            or "Name or service not known" in msg):
         return _error(f"Could not ask the GCE metadata server for the zone/project of TPU {tpu!r}: this machine is "
@@ -63,13 +55,9 @@ def explain_tpu_error(exc: BaseException, tpu: str | None, runtime: Runtime, zon
     # NotFoundError: both mean no TPU here (seen in the hosted rehearsals of Colab's and Kaggle's TPU images)
     if name == "NotFoundError" or "TPUs not found in the cluster" in msg or \
             (name == "InternalError" and how == "vm" and not runtime.is_tpu):
-        holder = libtpu_lock_holder(lockfile, proc_locks) if how == "vm" else None
+        holder = libtpu_lock_holder() if how == "vm" else None
         if holder:
-            return _error(*held_message(holder, lockfile))
-        if "ConfigureDistributedTPU" in msg and how == "vm" and runtime.is_tpu_vm:  # chips here, no TPU build
-            return _error("TensorFlow has no TPU support here: this is the CPU-only `tensorflow` wheel, which cannot "
-                          "drive the TPU chips of this VM.", f"install the TPU build, `{TF_TPU_INSTALL}`, then "
-                          "restart the kernel (the notebook's install cell does this on Colab and Kaggle).")
+            return _error(*held_message(holder))
         return _error(f"TensorFlow found no TPU through TPUClusterResolver(tpu={tpu!r}) ({runtime.describe()})",
                       "choose a TPU runtime (Colab: Runtime > Change runtime type > TPU; Kaggle: Accelerator > TPU "
                       f"VM), make sure the TPU build is installed (`{TF_TPU_INSTALL}`), and restart the kernel; or "
@@ -85,45 +73,28 @@ def explain_tpu_error(exc: BaseException, tpu: str | None, runtime: Runtime, zon
     return exc
 
 
-def describe_strategy(strategy: Any, runtime: Runtime | None = None) -> str:
-    """One line: which strategy, how many replicas, on what."""
-    from tpu_helpers.xla_tf.lesson_cells import strategy_kind  # imports TensorFlow: only once there is a strategy
-
-    n, kind = strategy.num_replicas_in_sync, strategy_kind(strategy)
-    reps = f"{n} replica{'s' if n != 1 else ''}"
-    if kind == "tpu":
-        return f"Connected to {(runtime and runtime.slice_name) or 'a TPU'}: TPUStrategy with {reps} (one per core)."
-    if kind == "gpu":
-        return f"No TPU: MirroredStrategy over {reps} (one per GPU)."
-    if kind == "cpu-replicas":
-        return f"No TPU: MirroredStrategy over {n} logical CPU devices, simulating {reps} (a TPU's arithmetic)."
-    return f"No TPU or GPU: {type(strategy).__name__}, {reps} on the CPU."
-
-
-def check_replicas(strategy: Any, requested: int | None, quiet: bool = False) -> int:
+def check_replicas(strategy: Any, requested: int | None) -> int:
     """``num_replicas_in_sync``; on a CPU it must equal `requested` (REPLICAS), elsewhere the hardware decides."""
     n = int(strategy.num_replicas_in_sync)
     if requested is None or n == requested:
         return n
     from tpu_helpers.xla_tf.lesson_cells import strategy_kind
 
-    kind = strategy_kind(strategy)
-    if kind in ("cpu", "cpu-replicas"):
+    if (kind := strategy_kind(strategy)) in ("cpu", "cpu-replicas"):
         raise _error(f"REPLICAS = {requested} asked for {requested} simulated replicas, but the strategy runs {n}",
                      _RESTART)
-    if not quiet:
-        print(f"REPLICAS = {requested} is ignored: this {kind.upper()} has {n} replica{'s' if n != 1 else ''}, "
-              "and the hardware decides (REPLICAS splits only a CPU).")
+    print(f"REPLICAS = {requested} is ignored: this {kind.upper()} has {n} replica{'s' if n != 1 else ''}, "
+          "and the hardware decides (REPLICAS splits only a CPU).")
     return n
 
 
 def get_strategy(runtime: Runtime | None = None, *, profile: Any = None, tpu: str | None = None,
-                 zone: str | None = None, project: str | None = None, cpu_replicas: int | None = None,
-                 env: Mapping[str, str] | None = None, quiet: bool = False) -> Any:
+                 zone: str | None = None, project: str | None = None, cpu_replicas: int = 1,
+                 env: Mapping[str, str] | None = None) -> Any:
     """Notebook 03's `make_strategy` for this runtime, a known failure explained; prints one line."""
     from tpu_helpers.tpu_tf.lesson_cells import make_strategy
+    from tpu_helpers.xla_tf.lesson_cells import strategy_kind
 
-    env = os.environ if env is None else env
     runtime = runtime or detect_runtime(env)
     target = tpu_to_connect(runtime, tpu, env)
     if getattr(profile, "name", profile) == "tpu" and target is None:  # start()/param() checked the values
@@ -131,12 +102,10 @@ def get_strategy(runtime: Runtime | None = None, *, profile: Any = None, tpu: st
                      "choose a TPU runtime (Colab: Runtime > Change runtime type > TPU; Kaggle: Settings > "
                      "Accelerator > TPU VM v5e-8), or name a Cloud TPU (TPU_NAME); or run here with PROFILE='cpu'.")
     try:
-        strategy = make_strategy(target, zone, project, cpu_replicas=cpu_replicas or 1)
+        strategy = make_strategy(target, zone, project, cpu_replicas=cpu_replicas)
     except Exception as e:  # noqa: BLE001 - every known failure is explained, others re-raised as they are
-        clear = explain_tpu_error(e, target, runtime, zone, project)
-        if clear is e:
-            raise
-        raise clear from None
-    if not quiet:
-        print(describe_strategy(strategy, runtime))
+        raise explain_tpu_error(e, target, runtime, zone, project) from None
+    n = strategy.num_replicas_in_sync
+    print(f"{type(strategy).__name__} with {n} replica{'s' if n != 1 else ''} ({strategy_kind(strategy)}) on "
+          f"{runtime.slice_name or runtime.kind}")
     return strategy

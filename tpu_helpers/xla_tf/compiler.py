@@ -15,32 +15,22 @@ class XlaCheck:
     compiles: bool
     error_type: str | None = None  # e.g. "OperatorNotAllowedInGraphError", "InvalidArgumentError"
     message: str | None = None  # the line of the error that says why
-    value: Any = None  # the function's result when it compiled
-
-    def __bool__(self) -> bool:
-        return self.compiles
 
     def __str__(self) -> str:
-        if self.compiles:
-            return "compiles with XLA"
-        return f"does not compile with XLA: {self.error_type}: {self.message}"
+        return "compiles with XLA" if self.compiles else f"does not compile with XLA: {self.error_type}: {self.message}"
 
 
 def _why(error: BaseException) -> str:
     """The informative line of a TensorFlow error (its messages bury it among source lines and node names)."""
     text = str(error).strip()
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    if "in user code:" in text and lines:
-        last = lines[-1]  # AutoGraph: "ValueError: 'y' must also be initialized in the else branch"
-        prefix = type(error).__name__ + ": "
-        return last[len(prefix):] if last.startswith(prefix) else last
+    if "in user code:" in text and lines:  # AutoGraph: "ValueError: 'y' must also be initialized in the else branch"
+        return lines[-1].removeprefix(type(error).__name__ + ": ")
     first = lines[0] if lines else type(error).__name__
     m = re.search(r"Detected unsupported operations when trying to compile graph .*? on (\S+): (\w+) \(", first)
     if m:
         return f"unsupported operation {m.group(2)} for {m.group(1)} (no XLA kernel for it)"
-    if len(first) > 160 and ". " in first:
-        first = first[:first.index(". ") + 1]  # the first sentence; the rest is generic advice
-    return first if len(first) <= 300 else first[:297] + "..."
+    return first[:first.index(". ") + 1] if len(first) > 160 and ". " in first else first[:300]  # the first sentence
 
 
 def check_xla(fn: Callable, *args, autograph: bool = True, **kwargs) -> XlaCheck:
@@ -50,10 +40,10 @@ def check_xla(fn: Callable, *args, autograph: bool = True, **kwargs) -> XlaCheck
     compiled = tf.function(fn, jit_compile=True, autograph=autograph)
     try:
         with on_xla_device():  # a TPU where TensorFlow is connected to one (its TPU build has no XLA for the host)
-            value = compiled(*args, **kwargs)
+            compiled(*args, **kwargs)
     except Exception as e:  # noqa: BLE001 (reporting the failure is the point)
         return XlaCheck(False, type(e).__name__, _why(e))
-    return XlaCheck(True, value=value)
+    return XlaCheck(True)
 
 
 @dataclass(frozen=True)
@@ -68,9 +58,8 @@ class IrStats:
     opcodes: tuple[str, ...]  # distinct HLO opcodes after optimisation
 
     def as_dict(self) -> dict[str, Any]:
-        return {"hlo_instructions": self.hlo_instructions, "optimized_instructions": self.optimized_instructions,
-                "dynamic_shapes": list(self.dynamic_shapes),
-                "optimized_dynamic_shapes": list(self.optimized_dynamic_shapes), "opcodes": len(self.opcodes)}
+        keys = ("hlo_instructions", "optimized_instructions", "dynamic_shapes", "optimized_dynamic_shapes")
+        return {**{k: getattr(self, k) for k in keys}, "opcodes": len(self.opcodes)}
 
 
 _INSTR_RE = re.compile(r"^\s*(?:ROOT\s+)?%?[\w.\-]+\s*=\s*.+?\s([a-z][\w\-]*)\(", re.MULTILINE)

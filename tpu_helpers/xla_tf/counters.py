@@ -19,12 +19,11 @@ _IDS = itertools.count(1)
 def xla_compiled_modules(tag: str) -> int:
     """How many HLO modules XLA compiled to run the tf.function traced as ``tag`` (files in ``--xla_dump_to``)."""
     m = re.search(r"--xla_dump_to=(\S+)", os.environ.get("XLA_FLAGS", ""))
-    folder = Path(m.group(1)) if m else None
-    if folder is None or not folder.is_dir():
+    if not (m and Path(m.group(1)).is_dir()):
         return 0
     pattern = re.compile(rf"^module_\d+\.\w*?_inference_{re.escape(tag)}_\d+__XlaMustCompile_true.*"
                          r"\.before_optimizations\.txt$")
-    return sum(1 for p in folder.iterdir() if pattern.match(p.name))
+    return sum(1 for p in Path(m.group(1)).iterdir() if pattern.match(p.name))
 
 
 def _signature(args: tuple, kwargs: dict) -> tuple:
@@ -32,13 +31,9 @@ def _signature(args: tuple, kwargs: dict) -> tuple:
     import numpy as np
     import tensorflow as tf
 
-    key = []
-    for leaf in tf.nest.flatten((args, kwargs), expand_composites=True):
-        if isinstance(leaf, (tf.Tensor, tf.Variable, np.ndarray)):
-            key.append(("tensor", tuple(leaf.shape), tf.as_dtype(leaf.dtype).name))  # NumPy or TF: same key
-        else:
-            key.append(("python", repr(leaf)))
-    return tuple(key)
+    return tuple(("tensor", tuple(x.shape), tf.as_dtype(x.dtype).name)  # NumPy or TF: the same key
+                 if isinstance(x, (tf.Tensor, tf.Variable, np.ndarray)) else ("python", repr(x))
+                 for x in tf.nest.flatten((args, kwargs), expand_composites=True))
 
 
 class JitFunction:
@@ -53,7 +48,7 @@ class JitFunction:
         self.tag = f"{MODULE_TAG}{os.getpid()}x{next(_IDS)}_{name}"
         self.traces = 0  # incremented by Python code that only runs while TensorFlow traces
         self.calls = 0
-        self.signatures: dict[tuple, int] = {}  # input signature -> calls with it
+        self.signatures: set[tuple] = set()  # the input signatures it ran with
 
         def traced(*args, **kwargs):
             self.traces += 1
@@ -64,24 +59,13 @@ class JitFunction:
         functools.update_wrapper(traced, fn, updated=())
         del traced.__wrapped__
         traced.__name__ = traced.__qualname__ = self.tag
-
-        tf_function_kwargs.setdefault("jit_compile", True)
-        if not tf_function_kwargs["jit_compile"]:
-            raise ValueError("JitFunction counts XLA compilations: it needs jit_compile=True")
+        tf_function_kwargs["jit_compile"] = True  # its calls run on_xla_device(), in __call__
         self.function = tf.function(traced, **tf_function_kwargs)
 
     def __call__(self, *args, **kwargs):
-        key = _signature(args, kwargs)
-        new = key not in self.signatures
-        self.signatures[key] = self.signatures.get(key, 0) + 1
-        try:
-            with on_xla_device():  # a TPU's first core where TensorFlow is connected to one: no XLA for its host
-                out = self.function(*args, **kwargs)
-        except Exception:
-            self.signatures[key] -= 1
-            if new:
-                del self.signatures[key]
-            raise
+        with on_xla_device():  # a TPU's first core where TensorFlow is connected to one: no XLA for its host
+            out = self.function(*args, **kwargs)
+        self.signatures.add(_signature(args, kwargs))
         self.calls += 1
         return out
 
@@ -101,10 +85,6 @@ class JitFunction:
                 f"(restart the kernel); XLA_FLAGS is now {os.environ.get('XLA_FLAGS', '(unset)')!r}")
         return n
 
-    @property
-    def cache_hits(self) -> int:
-        return self.calls - self.compilations
-
     def experimental_get_compiler_ir(self, *args, **kwargs):  # (stage="hlo") or (stage="optimized_hlo"); may trace
         return self.function.experimental_get_compiler_ir(*args, **kwargs)
 
@@ -113,17 +93,13 @@ class JitFunction:
                 f"(expected {self.expected_compilations}) traces={self.traces} calls={self.calls}>")
 
 
-def jit(fn: Callable, **tf_function_kwargs: Any) -> JitFunction:
-    """``@jit``, or ``jit(fn, reduce_retracing=True)``: a `JitFunction`."""
-    return JitFunction(fn, **tf_function_kwargs)
+jit = JitFunction  # @jit, or jit(fn, reduce_retracing=True)
 
 
 class CompilationCounter:
     """What some `jit` functions did between enter and exit (``compilations``, ``cache_hits``, ...; ``per_function``)."""
 
-    def __init__(self, *functions):
-        if not functions or not all(isinstance(f, JitFunction) for f in functions):
-            raise TypeError("CompilationCounter(step, ...) watches functions made with tpu_helpers.xla_tf.counters.jit")
+    def __init__(self, *functions: JitFunction):
         self.functions = functions
         self.__enter__().update()
 
@@ -147,22 +123,15 @@ class CompilationCounter:
         self.cache_hits = max(self.calls - self.compilations, 0)
         return self
 
-    def as_dict(self) -> dict[str, int]:
-        return {"compilations": self.compilations, "cache_hits": self.cache_hits, "traces": self.traces,
-                "calls": self.calls}
-
     def __str__(self) -> str:
-        return " ".join(f"{k}={v}" for k, v in self.as_dict().items())
+        return f"compilations={self.compilations} cache_hits={self.cache_hits} traces={self.traces} calls={self.calls}"
 
 
 def seconds_per_call(fn: Callable, *args, repeat: int = 20, warmup_steps: int = 2, **kwargs) -> float:
     """Median wall time of ``fn(*args, **kwargs)`` with its results fetched, after ``warmup_steps`` untimed calls."""
     import tensorflow as tf
 
-    def run():
-        out = fn(*args, **kwargs)
-        for leaf in tf.nest.flatten(out):
-            if hasattr(leaf, "numpy"):
-                leaf.numpy()
+    def run():  # the results fetched: the time includes the work, not only its dispatch
+        return [leaf.numpy() for leaf in tf.nest.flatten(fn(*args, **kwargs)) if hasattr(leaf, "numpy")]
 
     return statistics.median(time_calls(run, repeat, warmup_steps))

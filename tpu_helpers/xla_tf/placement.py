@@ -6,14 +6,8 @@ import contextlib
 from tpu_helpers.core.frameworks import import_tensorflow
 
 
-def xla_device() -> str | None:
-    """The first TPU core TensorFlow knows in this process (after ``initialize_tpu_system``), else None (the host)."""
+def on_xla_device():
+    """``tf.device`` of the first TPU core TensorFlow knows (after ``initialize_tpu_system``), else no scope."""
     tf = import_tensorflow()
     tpus = tf.config.list_logical_devices("TPU")
-    return tpus[0].name if tpus else None
-
-
-def on_xla_device():
-    """``tf.device(xla_device())`` on a TPU, else no scope; create an XLA function's variables inside it too."""
-    name = xla_device()
-    return import_tensorflow().device(name) if name else contextlib.nullcontext()
+    return tf.device(tpus[0].name) if tpus else contextlib.nullcontext()

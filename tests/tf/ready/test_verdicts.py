@@ -1,6 +1,6 @@
 """Notebook 00's verdicts on the runtimes learners have, rehearsed on the CPU: Colab's v5e-1 and Kaggle's v5e-8 after
 the TensorFlow install cell (TensorFlow's libtpu 0.0.14 beside the image's torch_xla), a held TPU, the wrong
-TensorFlow build. Every case ends in a verdict, never a `WrongBuildError`. What a TPU would answer is injected (the
+TensorFlow build. Every case ends in a verdict, never a `WrongBuildError`. What a TPU would answer is patched in (the
 installed versions, the lock holder, the probes, pip); the PyTorch/XLA probe itself runs for real where the CPU can
 run it, and with the real libtpu releases loaded by torch_xla (which logs their PJRT API version before it looks for
 a chip)."""
@@ -22,8 +22,7 @@ PJRT_LINE = "I0000 pjrt_api.cc:167] The PJRT plugin has PJRT API version {}. The
 
 
 def dists(**versions):
-    names = {k.replace("_", "-"): v for k, v in versions.items()}
-    return lambda name: names.get(name)
+    return {k.replace("_", "-"): v for k, v in versions.items()}
 
 
 # Colab's TPU image after notebook 00's install cell: its torch_xla 2.9, TensorFlow's tensorflow-tpu and libtpu 0.0.14
@@ -46,9 +45,24 @@ class Calls:
         return self.answer
 
 
+@pytest.fixture
+def tpu(monkeypatch):
+    """Patch in what a TPU VM would answer: ``tpu(probe=..., fetch=..., holder=...)``; returns the probe and fetch."""
+    from tpu_helpers.core import tpu_lock
+
+    def patch(probe=None, fetch=None, holder=None):
+        probe, fetch = probe or Calls(tpu_result()), fetch or Calls((None, ""))
+        monkeypatch.setattr(first_xla, "torch_xla_first_xla", probe)
+        monkeypatch.setattr(verdicts, "fetch_libtpu", fetch)
+        monkeypatch.setattr(tpu_lock, "libtpu_lock_holder", holder or (lambda **kw: None))
+        return probe, fetch
+
+    return patch
+
+
 def tpu_result(output=""):
-    return {"installed": True, "device": "xla:0", "device_type": "TPU", "devices": 1, "value": 83.0,
-            "compilations": 1, "seconds": 0.1, "torch_xla": "2.9.0", "output": output}
+    return {"device": "xla:0", "device_type": "TPU", "devices": 1, "value": 83.0,
+            "compilations": 1, "torch_xla": "2.9.0", "output": output}
 
 
 # ------------------------------------------------------------------------------------------------ builds
@@ -56,7 +70,7 @@ def _build(monkeypatch, installed, devices=()):
     """check_tpu_build's view of this kernel: `installed` distributions, `devices` TPUs, no other TPU holder."""
     from tpu_helpers.core import frameworks, tpu_lock
 
-    monkeypatch.setattr(frameworks, "installed_version", installed)
+    monkeypatch.setattr(frameworks, "installed_version", installed.get)
     monkeypatch.setattr(frameworks, "_tpu_devices", lambda key: list(devices))
     monkeypatch.setattr(tpu_lock, "libtpu_lock_holder", lambda: None)
 
@@ -70,33 +84,31 @@ def test_the_build_checks_report_instead_of_stopping_the_notebook(monkeypatch):
     assert ok and "tensorflow-tpu 2.20.0, libtpu 0.0.14" in found
     ok, found = verdicts.build_check(COLAB_V5E_1, "tf", probe_devices=True)
     assert not ok and "lists no TPU device" in found
-    ok, found = verdicts.build_check(CPU, "tf")
-    assert ok and "not on a TPU" in found
+    assert verdicts.build_check(CPU, "tf") == (True, "not on a TPU: the TensorFlow build installed here is the right one")
 
 
-def test_a_held_tpu_is_reported_with_its_holder(tmp_path, monkeypatch):
+def test_a_held_tpu_is_reported_with_its_holder(tmp_path, monkeypatch, tpu):
     from tpu_helpers.core import frameworks, tpu_lock
     from tpu_helpers.core.tpu_lock import libtpu_lock_holder
 
-    monkeypatch.setattr(frameworks, "installed_version", COLAB_AFTER_TF_PLAN)
+    monkeypatch.setattr(frameworks, "installed_version", COLAB_AFTER_TF_PLAN.get)
     with held_libtpu_lock(tmp_path / "libtpu_lockfile", "-m", "ipykernel_launcher") as pid:
-        holder = lambda: libtpu_lock_holder(tmp_path / "libtpu_lockfile")  # noqa: E731
+        holder = lambda **kw: libtpu_lock_holder(tmp_path / "libtpu_lockfile")  # noqa: E731
         monkeypatch.setattr(tpu_lock, "LIBTPU_LOCKFILE", str(tmp_path / "libtpu_lockfile"))
         ok, found = verdicts.build_check(COLAB_V5E_1, "tf")
         assert ok is None and f"process {pid}" in found
         tf_held = verdicts.tf_verdict(COLAB_V5E_1, ok, found, {"xla": True, "device": "/CPU:0"})
         assert tf_held.works is None and tf_held.line().startswith("TensorFlow: not checked. The TPU is already in use")
-        probe = Calls(tpu_result())
-        verdict, result = verdicts.torch_verdict(COLAB_V5E_1, probe=probe, installed=COLAB_AFTER_TF_PLAN,
-                                                 requires=TORCH_XLA_29, fetch=Calls((None, "")), lock_holder=holder)
+        probe, _ = tpu(holder=holder)
+        verdict, result = verdicts.torch_verdict(COLAB_V5E_1, COLAB_AFTER_TF_PLAN, TORCH_XLA_29)
     assert verdict.works is None and result is None and not probe.calls, "the chips are held: nothing probed"
     assert f"process {pid}" in verdict.found and "ipykernel_launcher" in verdict.found and f"kill {pid}" in verdict.todo
     assert verdict.line().startswith("PyTorch/XLA: not checked. The TPU is already in use by process")
 
 
-def test_this_kernel_holding_the_tpu_says_restart():
-    verdict, _ = verdicts.torch_verdict(COLAB_V5E_1, probe=Calls(tpu_result()), installed=COLAB_AFTER_TF_PLAN,
-                                        requires=TORCH_XLA_29, lock_holder=lambda: os.getpid())
+def test_this_kernel_holding_the_tpu_says_restart(tpu):
+    tpu(holder=lambda **kw: os.getpid())
+    verdict, _ = verdicts.torch_verdict(COLAB_V5E_1, COLAB_AFTER_TF_PLAN, TORCH_XLA_29)
     assert verdict.works is None and verdict.found.startswith("This kernel itself holds the TPU")
     assert "restart the runtime" in verdict.todo
 
@@ -105,7 +117,8 @@ def test_this_kernel_holding_the_tpu_says_restart():
 def test_torch_xla_s_own_libtpu_release_comes_from_its_metadata():
     assert verdicts.torch_xla_libtpu(TORCH_XLA_29) == "0.0.21" and verdicts.torch_xla_libtpu(TORCH_XLA_28) == "0.0.17"
     assert verdicts.torch_xla_libtpu(["numpy", "pyyaml"]) is None
-    assert verdicts.torch_xla_libtpu() == "0.0.21"  # the PyTorch/XLA environment's torch_xla 2.9.0 (a child reads it)
+    requires = first_xla.torch_environment()[2]  # the PyTorch/XLA environment's torch_xla 2.9.0 (a child reads it)
+    assert verdicts.torch_xla_libtpu(requires) == "0.0.21"
     assert verdicts.libtpu_matches("0.0.21.1", "0.0.21") and verdicts.libtpu_matches("0.0.21", "0.0.21")
     assert not verdicts.libtpu_matches("0.0.14", "0.0.21") and not verdicts.libtpu_matches("0.0.210", "0.0.21")
     assert not verdicts.libtpu_matches(None, "0.0.21")
@@ -138,21 +151,23 @@ class FakePip:
         return subprocess.CompletedProcess(argv, 0, "", "")
 
 
-def test_fetch_libtpu_takes_the_post_release_when_the_release_has_no_wheel(tmp_path):
-    pip = FakePip()
-    path, what = verdicts.fetch_libtpu("0.0.21", folder=tmp_path / "side", run=pip)
-    assert path == str(tmp_path / "side" / "libtpu" / "libtpu.so") and "libtpu 0.0.21.1" in what
+def test_fetch_libtpu_takes_the_post_release_when_the_release_has_no_wheel(tmp_path, monkeypatch):
+    monkeypatch.setattr(verdicts, "SIDE_FOLDER", tmp_path)
+    monkeypatch.setattr(verdicts.subprocess, "run", pip := FakePip())
+    path, what = verdicts.fetch_libtpu("0.0.21")
+    assert path == str(tmp_path / "libtpu-0.0.21" / "libtpu" / "libtpu.so") and "libtpu 0.0.21.1" in what
     assert pip.specs == ["libtpu==0.0.21", "libtpu==0.0.21.*"]
-    again = FakePip()
-    assert verdicts.fetch_libtpu("0.0.21", folder=tmp_path / "side", run=again)[0] == path and not again.specs
-    path, what = verdicts.fetch_libtpu("0.0.17", folder=tmp_path / "none", run=FakePip(wheels=()))
+    monkeypatch.setattr(verdicts.subprocess, "run", again := FakePip())
+    assert verdicts.fetch_libtpu("0.0.21")[0] == path and not again.specs
+    monkeypatch.setattr(verdicts.subprocess, "run", FakePip(wheels=()))
+    path, what = verdicts.fetch_libtpu("0.0.17")
     assert path is None and "pip could not install libtpu==0.0.17.*" in what and "No matching distribution" in what
 
 
-def test_colab_v5e_1_probes_torch_xla_with_its_own_libtpu():
-    probe, fetch = Calls(tpu_result(PJRT_LINE.format("0.75", "0.75"))), Calls(("/side/libtpu/libtpu.so", "libtpu 0.0.21.1 from /side"))
-    verdict, result = verdicts.torch_verdict(COLAB_V5E_1, probe=probe, installed=COLAB_AFTER_TF_PLAN,
-                                             requires=TORCH_XLA_29, fetch=fetch, lock_holder=lambda: None)
+def test_colab_v5e_1_probes_torch_xla_with_its_own_libtpu(tpu):
+    probe, fetch = tpu(Calls(tpu_result(PJRT_LINE.format("0.75", "0.75"))),
+                       Calls(("/side/libtpu/libtpu.so", "libtpu 0.0.21.1 from /side")))
+    verdict, result = verdicts.torch_verdict(COLAB_V5E_1, COLAB_AFTER_TF_PLAN, TORCH_XLA_29)
     assert fetch.calls == [(("0.0.21",), {})]
     assert probe.calls == [((COLAB_V5E_1,), {"libtpu_path": "/side/libtpu/libtpu.so"})]
     assert verdict.works is True and verdict.where == "TPU" and result["device_type"] == "TPU"
@@ -160,19 +175,17 @@ def test_colab_v5e_1_probes_torch_xla_with_its_own_libtpu():
     assert "PJRT API: plugin 0.75, framework 0.75" in verdict.found
 
 
-def test_a_runtime_with_torch_xla_s_libtpu_needs_no_side_folder():
-    probe, fetch = Calls(tpu_result()), Calls((None, ""))
-    verdict, _ = verdicts.torch_verdict(COLAB_V5E_1, probe=probe, installed=dists(torch_xla="2.9.0", libtpu="0.0.21.1"),
-                                        requires=TORCH_XLA_29, fetch=fetch, lock_holder=lambda: None)
+def test_a_runtime_with_torch_xla_s_libtpu_needs_no_side_folder(tpu):
+    probe, fetch = tpu()
+    verdict, _ = verdicts.torch_verdict(COLAB_V5E_1, dists(torch_xla="2.9.0", libtpu="0.0.21.1"), TORCH_XLA_29)
     assert verdict.works is True and not fetch.calls and probe.calls[0][1] == {"libtpu_path": None}
 
 
-def test_kaggle_v5e_8_without_network_names_the_libtpu_mismatch_not_another_process():
+def test_kaggle_v5e_8_without_network_names_the_libtpu_mismatch_not_another_process(tpu):
     output = "\n".join([PJRT_LINE.format("0.68", "0.70"), "RuntimeError: TPU initialization failed"])
-    probe = Calls(first_xla.ProbeFailed(1, output))
-    fetch = Calls((None, "pip could not install libtpu==0.0.17.* into /side (network unreachable)"))
-    verdict, result = verdicts.torch_verdict(KAGGLE_V5E_8, probe=probe, installed=KAGGLE_AFTER_TF_PLAN,
-                                             requires=TORCH_XLA_28, fetch=fetch, lock_holder=lambda: None)
+    probe, _ = tpu(Calls(first_xla.ProbeFailed(1, output)),
+                   Calls((None, "pip could not install libtpu==0.0.17.* into /side (network unreachable)")))
+    verdict, result = verdicts.torch_verdict(KAGGLE_V5E_8, KAGGLE_AFTER_TF_PLAN, TORCH_XLA_28)
     assert verdict.works is False and result is None and probe.calls[0][1] == {"libtpu_path": None}
     assert verdict.found.startswith("libtpu mismatch (exit 1)")
     assert "torch_xla asks libtpu 0.0.17, this runtime has libtpu 0.0.14" in verdict.found
@@ -186,32 +199,31 @@ def test_the_pjrt_line_alone_names_a_mismatch():
     assert found.startswith("libtpu mismatch") and "0.68" in found and "asks libtpu" not in found
 
 
-def test_a_failure_with_no_mismatch_shows_the_child_s_last_lines():
+def test_a_failure_with_no_mismatch_shows_the_child_s_last_lines(tpu):
     output = PJRT_LINE.format("0.75", "0.75") + "\nline a\nRuntimeError: something else"
-    verdict, _ = verdicts.torch_verdict(COLAB_V5E_1, probe=Calls(first_xla.ProbeFailed(1, output)),
-                                        installed=dists(torch_xla="2.9.0", libtpu="0.0.21.1"), requires=TORCH_XLA_29,
-                                        lock_holder=lambda: None)
+    tpu(Calls(first_xla.ProbeFailed(1, output)))
+    verdict, _ = verdicts.torch_verdict(COLAB_V5E_1, dists(torch_xla="2.9.0", libtpu="0.0.21.1"), TORCH_XLA_29)
     assert verdict.works is False and "no libtpu mismatch" in verdict.found
     assert "RuntimeError: something else" in verdict.found and "notebook 02" in verdict.todo
     timed_out, _ = verdicts.torch_failure("", None, have="0.0.21", want="0.0.21", side=False)
     assert "timed out" in timed_out
 
 
-def test_torch_xla_on_the_wrong_device_or_missing():
-    cpu_result = {**tpu_result(), "device_type": "CPU"}
-    verdict, _ = verdicts.torch_verdict(COLAB_V5E_1, probe=Calls(cpu_result), installed=dists(torch_xla="2.9.0",
-                                        libtpu="0.0.21"), requires=TORCH_XLA_29, lock_holder=lambda: None)
+def test_torch_xla_on_the_wrong_device_or_missing(tpu):
+    tpu(Calls({**tpu_result(), "device_type": "CPU"}))
+    verdict, _ = verdicts.torch_verdict(COLAB_V5E_1, dists(torch_xla="2.9.0", libtpu="0.0.21"), TORCH_XLA_29)
     assert verdict.works is False and "ran on CPU, not the TPU" in verdict.found and "PJRT_DEVICE" in verdict.todo
-    probe = Calls(tpu_result())
-    verdict, _ = verdicts.torch_verdict(COLAB_V5E_1, probe=probe, installed=dists(tensorflow_tpu="2.20.0"))
+    probe, _ = tpu()
+    verdict, _ = verdicts.torch_verdict(COLAB_V5E_1, dists(tensorflow_tpu="2.20.0"), [])
     assert verdict.works is None and "not installed" in verdict.found and not probe.calls
-    broken = Calls(first_xla.ProbeFailed(1, "ImportError: undefined symbol"))
-    verdict, _ = verdicts.torch_verdict(CPU, probe=broken, installed=dists(torch_xla="2.9.0"))
+    tpu(Calls(first_xla.ProbeFailed(1, "ImportError: undefined symbol")))
+    verdict, _ = verdicts.torch_verdict(CPU, dists(torch_xla="2.9.0"), [])
     assert verdict.works is False and "undefined symbol" in verdict.found and "./course setup" in verdict.todo
 
 
 def test_the_real_probe_on_this_cpu():
-    verdict, result = verdicts.torch_verdict(CPU)
+    installed, _, requires = first_xla.torch_environment()
+    verdict, result = verdicts.torch_verdict(CPU, installed, requires)
     assert verdict.works is True and verdict.where == "CPU", verdict.line()
     assert result["value"] == 83.0 and result["device_type"] == "CPU"
 
@@ -228,21 +240,21 @@ def real_libtpu():
     return found
 
 
-def test_the_real_libtpu_mismatch_is_named_from_torch_xla_s_own_log(real_libtpu, monkeypatch):
+def test_the_real_libtpu_mismatch_is_named_from_torch_xla_s_own_log(real_libtpu, monkeypatch, tpu):
     """torch_xla 2.9 loading TensorFlow's libtpu 0.0.14 logs "PJRT API version 0.68 ... 0.75" before it looks for a
     chip; with its own 0.0.21 from the side folder (``TPU_LIBRARY_PATH``) the versions agree. Off a TPU both then
     fail to find one, which the verdict must not blame on a libtpu mismatch in the second case."""
     monkeypatch.setenv("PJRT_DEVICE", "TPU")  # make the child load libtpu here, where there is no chip
     monkeypatch.setenv("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")  # and leave /tmp/libtpu_lockfile alone
     monkeypatch.setenv("TPU_SKIP_MDS_QUERY", "1")  # no TPU VM metadata server here
-    tensorflow_s = lambda rt, libtpu_path: first_xla.torch_xla_first_xla(  # noqa: E731
+    real_probe = first_xla.torch_xla_first_xla
+    tensorflow_s = lambda rt, libtpu_path: real_probe(  # noqa: E731
         rt, libtpu_path=libtpu_path or real_libtpu["0.0.14"])  # the installed libtpu: TensorFlow's
-    verdict, _ = verdicts.torch_verdict(COLAB_V5E_1, probe=tensorflow_s, installed=COLAB_AFTER_TF_PLAN,
-                                        fetch=lambda version: (None, "no network"), lock_holder=lambda: None)
+    tpu(tensorflow_s, lambda version: (None, "no network"))
+    verdict, _ = verdicts.torch_verdict(COLAB_V5E_1, COLAB_AFTER_TF_PLAN, TORCH_XLA_29)
     assert verdict.works is False and "PJRT API version 0.68, torch_xla's framework 0.75" in verdict.found, verdict.found
-    own = lambda version: (real_libtpu[version], f"libtpu {version}")  # noqa: E731
-    verdict, _ = verdicts.torch_verdict(COLAB_V5E_1, probe=tensorflow_s, installed=COLAB_AFTER_TF_PLAN, fetch=own,
-                                        lock_holder=lambda: None)
+    tpu(tensorflow_s, lambda version: (real_libtpu[version], f"libtpu {version}"))
+    verdict, _ = verdicts.torch_verdict(COLAB_V5E_1, COLAB_AFTER_TF_PLAN, TORCH_XLA_29)
     assert verdict.works is False and "no libtpu mismatch" in verdict.found, verdict.found
 
 
@@ -267,24 +279,22 @@ def test_tensorflow_verdicts():
     assert verdict.works is False and "CPU build" in verdict.todo
 
 
-def test_tf_probe_reports_a_tpu_error_and_stays_on_the_cpu_without_the_tpu():
-    failing = Calls(RuntimeError("TPU initialization failed\nmore"))
-    result = verdicts.tf_probe(COLAB_V5E_1, True, run=failing)
+def test_tf_probe_reports_a_tpu_error_and_stays_on_the_cpu_without_the_tpu(monkeypatch):
+    monkeypatch.setattr(first_xla, "tf_first_xla", failing := Calls(RuntimeError("TPU initialization failed\nmore")))
+    result = verdicts.tf_probe(COLAB_V5E_1, True)
     assert result["xla"] is False and result["why"] == "RuntimeError on the TPU: TPU initialization failed"
     assert failing.calls[0][1] == {"tpu": True}
-    on_cpu = Calls({"xla": True})
-    verdicts.tf_probe(COLAB_V5E_1, False, run=on_cpu)
-    assert on_cpu.calls[0][1] == {"tpu": False}
-    host = verdicts.tf_probe(KAGGLE_V5E_8, False, run=failing)  # TensorFlow found no TPU, and the host fails too
+    host = verdicts.tf_probe(KAGGLE_V5E_8, False)  # TensorFlow found no TPU, and the host fails too
     assert host["xla"] is False and host["why"].startswith("RuntimeError on the host") and not host["tpu_error"]
+    assert failing.calls[1][1] == {"tpu": False}
     with pytest.raises(RuntimeError):
-        verdicts.tf_probe(CPU, False, run=failing)  # off a TPU an error is a bug, not a verdict
+        verdicts.tf_probe(CPU, False)  # off a TPU an error is a bug, not a verdict
 
 
 def test_the_report_has_one_paragraph_per_framework():
-    text = verdicts.report([Verdict("torch", True, "TPU", "ran."), Verdict("tf", False, "", "no TPU.", "use cpu.")])
-    assert text.splitlines() == ["- PyTorch/XLA: works here (on the TPU). ran.",
-                                 "- TensorFlow: does not work here. no TPU. To do: use cpu."]
+    lines = [Verdict("torch", True, "TPU", "ran.").line(), Verdict("tf", False, "", "no TPU.", "use cpu.").line()]
+    assert lines == ["PyTorch/XLA: works here (on the TPU). ran.",
+                     "TensorFlow: does not work here. no TPU. To do: use cpu."]
     assert sys.modules.get("torch_xla") is None
 
 

@@ -59,13 +59,6 @@ def test_reduce_retracing_traces_once_but_compiles_every_shape(tf):
     assert c.compilations == 4 and c.traces < 4
 
 
-def test_the_counter_watches_jit_functions_only(tf):
-    with pytest.raises(TypeError, match="counters.jit"):
-        counters.CompilationCounter(tf.function(lambda x: x, jit_compile=True))
-    with pytest.raises(TypeError):
-        counters.CompilationCounter()
-
-
 def test_a_failed_call_is_not_a_compilation(tf):
     step = counters.jit(lambda x: tf.numpy_function(lambda a: a, [x], tf.float32))
     with pytest.raises(Exception):
@@ -119,10 +112,9 @@ def test_check_xla_reports_what_fails_and_why(tf):
 
     x = tf.range(6, dtype=tf.float32)
     ok = compiler.check_xla(halve_if_big, x)
-    assert ok and ok.error_type is None
-    np.testing.assert_allclose(ok.value.numpy(), np.arange(6) / 2)
+    assert ok.compiles and ok.error_type is None
     no_autograph = compiler.check_xla(halve_if_big, x, autograph=False)
-    assert not no_autograph and no_autograph.error_type == "OperatorNotAllowedInGraphError"
+    assert not no_autograph.compiles and no_autograph.error_type == "OperatorNotAllowedInGraphError"
     assert "Python `bool`" in no_autograph.message and len(no_autograph.message) < 200
     callback = compiler.check_xla(lambda t: tf.numpy_function(lambda a: a, [t], tf.float32), x)
     assert callback.error_type == "InvalidArgumentError" and "PyFunc" in callback.message
@@ -235,7 +227,7 @@ def test_compilations_come_from_xlas_records_not_from_python(tf):
     f = counters.jit(lambda x: tf.reduce_sum(x * 7.0))
     for n in (3, 4, 3, 5):
         f(tf.ones((n,)))
-    assert f.expected_compilations == 3 and f.compilations == 3 and f.cache_hits == 1
+    assert f.expected_compilations == 3 and f.compilations == 3 and f.calls == 4
     f.experimental_get_compiler_ir(tf.ones((9,)))(stage="optimized_hlo")
     assert f.compilations == 3 and counters.xla_compiled_modules(f.tag) == 3
     relaxed = counters.jit(lambda x: tf.reduce_max(x * 7.0), reduce_retracing=True)
@@ -267,9 +259,10 @@ def test_without_xlas_records_the_count_is_refused_not_guessed():
 
 def test_first_xla_check_traces_once_and_returns_hlo(tf):
     """What notebook 00 shows (moved here from its asserts): one input shape, one trace, an HLO module."""
+    from tpu_helpers.core.runtime import detect_runtime
     from tpu_helpers.ready import first_xla
 
-    check = first_xla.tf_first_xla()
+    check = first_xla.tf_first_xla(detect_runtime())
     assert check["traces"] == 1 and check["value"] == check["expected"] and check["hlo"].startswith("HloModule")
 
 
