@@ -98,7 +98,7 @@ class LocalGCS:
             return self
 
     def _launch(self) -> None:
-        self._state = Path(course_temp_dir("gcs", remove_at_exit=False))  # stop() removes it; a killed kernel's: the next
+        self._state = Path(course_temp_dir("gcs", remove_at_exit=False))  # stop() removes it, at exit too
         try:
             self.ca_cert, cert, key = make_certificates(self._state, EMULATED_HOSTS)
             self.ca_bundle = self._state / "ca-bundle.pem"
