@@ -82,13 +82,11 @@ class LocalGCS:
         return all(p is not None and p.poll() is None for p in (self._server, self._proxy))
 
     def start(self) -> "LocalGCS":
-        """Start (or reuse) the emulator; returns the running instance. Safe to call again."""
+        """Start the emulator, or return the one this process already runs (a re-run cell)."""
         global _ACTIVE
         with _LOCK:
             current = active()
             if current is not None:
-                if current is not self:  # attach this object to the running emulator
-                    self.__dict__.update(current.__dict__)
                 current._export_env()  # re-assert the variables in case something cleared them
                 return current
             if _ACTIVE is not None:  # a previous emulator died (e.g. killed): clean it up first
@@ -159,10 +157,6 @@ class LocalGCS:
         """Stop both processes, restore the environment, delete temporary data. Safe to call twice."""
         global _ACTIVE
         with _LOCK:
-            if _ACTIVE is not None and _ACTIVE is not self and _ACTIVE._server is self._server:
-                _ACTIVE.stop()  # this object was attached to the running one: stop that one
-                self._server = self._proxy = None
-                return
             self._restore_env()
             self._kill()
             if _ACTIVE is self:
