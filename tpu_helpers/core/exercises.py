@@ -20,10 +20,6 @@ class CheckResult:
         return self.passed
 
 
-class ExerciseFailed(AssertionError):
-    """A check failed in strict mode (CI): the message says what is wrong."""
-
-
 class NotAttempted(Exception):
     """Raised by a check when the answer is still the skeleton."""
 
@@ -63,10 +59,10 @@ def run_check(check: Callable[[], str]) -> CheckResult:
 
 
 def report(result: CheckResult) -> CheckResult:
-    """Print the verdict; with solutions on (CI) a failure raises `ExerciseFailed`."""
+    """Print the verdict; with solutions on (CI) a failure raises AssertionError."""
     print(("✅ Right: " if result.passed else "❌ Not yet: " if result.attempted else "⏳ ") + result.message)
     if not result.passed and _env_on(SOLUTIONS_ENV):
-        raise ExerciseFailed(result.message)
+        raise AssertionError(result.message)
     return result
 
 
