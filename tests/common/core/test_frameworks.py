@@ -66,7 +66,7 @@ def test_refuses_when_transformers_was_imported_with_the_other_backend(env, monk
 
 
 def test_unknown_name(env):
-    with pytest.raises(ValueError, match="'tf' or 'torch'"):
+    with pytest.raises(KeyError, match="jax"):
         use_framework("jax")
 
 
