@@ -42,7 +42,7 @@ def import_tensorflow():
     return tensorflow
 
 
-def use_framework(framework: str) -> str:
+def use_framework(framework: str) -> None:
     """Declare this notebook's framework ("tf" or "torch") in the environment, before transformers is imported."""
     _refuse_beside(framework)
     want = {"USE_TF": "1" if framework == "tf" else "0", "USE_TORCH": "0" if framework == "tf" else "1"}
@@ -64,7 +64,7 @@ def use_framework(framework: str) -> str:
     if framework == "torch":
         # torch_xla makes the scalars 0 and 1 graph constants unless told not to (read at `import torch_xla`)
         os.environ.setdefault("XLA_NO_SPECIAL_SCALARS", "1")
-        return framework
+        return
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # keep TF's C++ start-up chatter out of the notebook
     if tpu_build:
         try:  # datasets/config.py does not know `tensorflow-tpu` either, and reads TF_AVAILABLE when called
@@ -86,7 +86,6 @@ def use_framework(framework: str) -> str:
         for k, v in wanted.items():
             os.environ.setdefault(k, v)  # a learner's own setting wins
     record_xla_compilations()
-    return framework
 
 
 def tf_tpu_environment(runtime, libtpu_path: str | None) -> dict[str, str]:
@@ -115,16 +114,14 @@ def _libtpu_path() -> str | None:
     return path if os.path.exists(path) else None
 
 
-def record_xla_compilations() -> str:
-    """Have XLA dump every module it compiles for a course-counted function (before TF compiles); the flags."""
+def record_xla_compilations() -> None:
+    """Have XLA dump every module it compiles for a course-counted function (before TF compiles)."""
     from tpu_helpers.core.tempdirs import course_temp_dir
 
     flags = os.environ.get("XLA_FLAGS", "")
     if "--xla_dump_to" not in flags:  # a learner's own dump folder is kept
         folder = course_temp_dir("xla-records")
-        flags = f"{flags} --xla_dump_to={folder} --xla_dump_hlo_module_re={XLA_MODULE_RE}".strip()
-        os.environ["XLA_FLAGS"] = flags
-    return flags
+        os.environ["XLA_FLAGS"] = f"{flags} --xla_dump_to={folder} --xla_dump_hlo_module_re={XLA_MODULE_RE}".strip()
 
 
 def _tpu_devices(key: str) -> list:

@@ -17,9 +17,9 @@ class HubUnavailableError(RuntimeError):
     """A model, tokenizer or dataset could not be loaded from the Hugging Face Hub (or its local cache)."""
 
 
-def pinned_revision(repo: str, revision: str | None = None) -> str | None:
-    """`revision` if given, else the course's pinned commit for `repo`, else None (the repository's ``main``)."""
-    return revision or PINNED_REVISIONS.get(repo)
+def pinned_revision(repo: str) -> str | None:
+    """The course's pinned commit for `repo`, else None (the repository's ``main``)."""
+    return PINNED_REVISIONS.get(repo)
 
 
 def hub_offline() -> bool:
