@@ -1,6 +1,4 @@
 """`LocalGCS`: fake-gcs-server behind a loopback TLS proxy, so TensorFlow's own ``gs://`` reaches it (docs/history.md)."""
-from __future__ import annotations
-
 import atexit
 import json
 import os
@@ -181,8 +179,6 @@ class LocalGCS:
     @property
     def env(self) -> dict[str, str]:
         """The variables that point TensorFlow's ``gs://`` (and the ``curl`` command) at this emulator."""
-        if self.proxy_port is None:
-            raise RuntimeError("the emulator is not running: call start() first")
         proxy = f"http://127.0.0.1:{self.proxy_port}"
         # keep the caller's NO_PROXY entries, except any that would send Google's hosts around the proxy
         existing = (os.environ.get("NO_PROXY") or os.environ.get("no_proxy") or "").split(",")
