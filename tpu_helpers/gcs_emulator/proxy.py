@@ -1,6 +1,4 @@
 """The emulator's HTTPS proxy (a child process, standard library only): TLS for GCS hosts, fake-gcs-server behind."""
-from __future__ import annotations
-
 import http.client
 import json
 import re
