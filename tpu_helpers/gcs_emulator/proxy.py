@@ -9,7 +9,6 @@ import sys
 import urllib.parse
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
-from typing import Any
 
 # TensorFlow's GCS hosts (xla/tsl/platform/cloud/gcs_file_system.cc) and its token host
 EMULATED_HOSTS = ("storage.googleapis.com", "www.googleapis.com", "storage-download.googleapis.com",
@@ -55,9 +54,6 @@ class _ConnectHandler(BaseHTTPRequestHandler):  # CONNECT to GCS only: any other
         self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         super().setup()
 
-    def log_message(self, fmt: str, *args: Any) -> None:  # errors only
-        pass
-
     def do_CONNECT(self) -> None:
         host = self.path.rpartition(":")[0].strip("[]").lower()
         self.close_connection = True
@@ -87,9 +83,6 @@ class _GCSForwarder(BaseHTTPRequestHandler):
 
     protocol_version = "HTTP/1.1"
     server: _ProxyServer
-
-    def log_message(self, fmt: str, *args: Any) -> None:
-        pass
 
     def _read_body(self) -> bytes:
         if "chunked" not in (self.headers.get("Transfer-Encoding") or "").lower():
