@@ -32,9 +32,7 @@ def answer(learner_answer: Any, solutions: bool | None = None, *, lesson: str, n
     """The learner's answer, or ``<lesson>.solutions.<name>`` when solutions are on (``SOLUTIONS`` or the env)."""
     if not (bool(solutions) if solutions is not None else _env_on(SOLUTIONS_ENV)):
         return learner_answer
-    name = name or getattr(learner_answer, "__name__", None)
-    if not name:
-        raise TypeError("answer(...) needs name='...' for an answer that is a value, not a function")
+    name = name or learner_answer.__name__  # a value (no __name__) needs name=
     reference = getattr(importlib.import_module(f"{lesson}.solutions"), name)
     print(f"(solutions are on: using the reference answer for exercise {name})")
     return reference
