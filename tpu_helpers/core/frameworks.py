@@ -67,14 +67,12 @@ def use_framework(framework: str) -> None:
         return
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # keep TF's C++ start-up chatter out of the notebook
     if tpu_build:
-        try:  # datasets/config.py does not know `tensorflow-tpu` either, and reads TF_AVAILABLE when called
-            import datasets.config
-            from packaging.version import Version
+        # datasets/config.py does not know `tensorflow-tpu` either, and reads TF_AVAILABLE when called
+        import datasets.config
+        from packaging.version import Version
 
-            if not datasets.config.TF_AVAILABLE:
-                datasets.config.TF_AVAILABLE, datasets.config.TF_VERSION = True, Version(tpu_build)
-        except ImportError:
-            pass
+        if not datasets.config.TF_AVAILABLE:
+            datasets.config.TF_AVAILABLE, datasets.config.TF_VERSION = True, Version(tpu_build)
         wanted = tf_tpu_environment(runtime_module.detect_runtime(),
                                     _libtpu_path() if installed_version("libtpu") else None)
         if "TF_PLUGGABLE_DEVICE_LIBRARY_PATH" in wanted and os.environ.get("TPU_LOAD_LIBRARY") == "0":

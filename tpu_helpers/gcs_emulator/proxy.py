@@ -32,7 +32,6 @@ def write_target_bucket(method: str, path: str) -> str | None:
 
 class _ProxyServer(socketserver.ThreadingTCPServer):
     daemon_threads = True
-    allow_reuse_address = True
 
     def __init__(self, config: dict):
         super().__init__(("127.0.0.1", 0), _ConnectHandler)
