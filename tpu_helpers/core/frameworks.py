@@ -3,6 +3,7 @@ import os
 import sys
 
 from tpu_helpers.core import runtime as runtime_module
+from tpu_helpers.core.tempdirs import course_temp_dir
 from tpu_helpers.core.tpu_lock import TPUHeldError, held_problem
 from tpu_helpers.core.versions import installed_version
 
@@ -114,8 +115,6 @@ def _libtpu_path() -> str | None:
 
 def record_xla_compilations() -> None:
     """Have XLA dump every module it compiles for a course-counted function (before TF compiles)."""
-    from tpu_helpers.core.tempdirs import course_temp_dir
-
     flags = os.environ.get("XLA_FLAGS", "")
     if "--xla_dump_to" not in flags:  # a learner's own dump folder is kept
         folder = course_temp_dir("xla-records")
