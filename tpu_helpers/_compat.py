@@ -51,8 +51,5 @@ def dataset_variant(dataset: Any) -> Any:
 
 
 def create_optimizer_slots(optimizer: Any, variables: Any) -> None:
-    """Create a tf-keras optimizer's slots now, so a checkpoint's values load into them (legacy: private API)."""
-    if hasattr(optimizer, "_create_all_weights"):
-        optimizer._create_all_weights(variables)
-    else:
-        optimizer.build(variables)
+    """Create a legacy tf-keras optimizer's slots (notebook 04's AdamWeightDecay) now, so a checkpoint loads into them."""
+    optimizer._create_all_weights(variables)

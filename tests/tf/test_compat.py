@@ -13,7 +13,7 @@ def test_dataset_variant_is_what_dataset_to_graph_takes(tf):
     assert any(node.op.startswith("MapDataset") for node in graph.node)
 
 
-def test_create_optimizer_slots_makes_adams_moments_of_transformers_optimizers(tf):
+def test_create_optimizer_slots_makes_the_moments_of_notebook_04s_optimizer(tf):
     from transformers import create_optimizer
 
     legacy, _ = create_optimizer(init_lr=1e-3, num_train_steps=10, num_warmup_steps=1, weight_decay_rate=1e-3)
@@ -21,10 +21,6 @@ def test_create_optimizer_slots_makes_adams_moments_of_transformers_optimizers(t
     weight = tf.Variable(tf.ones([3]))
     _compat.create_optimizer_slots(legacy, [weight])
     assert legacy.get_slot(weight, "m").shape == (3,) and int(legacy.iterations) == 0
-    plain, _ = create_optimizer(init_lr=1e-3, num_train_steps=10, num_warmup_steps=1)
-    other = tf.Variable(tf.ones([2]))
-    _compat.create_optimizer_slots(plain, [other])
-    assert len(plain.variables) > 1 and int(plain.iterations) == 0  # the moments exist, no step taken
 
 
 def test_hiding_torch_xla_and_accelerate_from_transformers(tf):

@@ -9,12 +9,10 @@ class Claims:
         self.section = section
         self.failed: list[str] = []
 
-    def __call__(self, claim: str, ok: Any, measured: Any = "") -> bool:
-        passed = bool(ok)
-        print(f"{'pass' if passed else 'FAIL'}  {claim}" + (f"  (measured: {measured})" if measured != "" else ""))
-        if not passed:
+    def __call__(self, claim: str, ok: Any, measured: Any = "") -> None:
+        print(f"{'pass' if ok else 'FAIL'}  {claim}" + (f"  (measured: {measured})" if measured != "" else ""))
+        if not ok:
             self.failed.append(f"{claim} (measured: {measured})" if measured != "" else claim)
-        return passed
 
     def __enter__(self) -> "Claims":
         print(f"Claims of {self.section}:")

@@ -3,6 +3,7 @@ import os
 import sys
 
 from tpu_helpers.core import runtime as runtime_module
+from tpu_helpers.core.tempdirs import course_temp_dir
 from tpu_helpers.core.tpu_lock import TPUHeldError, held_problem
 from tpu_helpers.core.versions import installed_version
 
@@ -19,12 +20,6 @@ class WrongBuildError(RuntimeError):
     """On a TPU, this kernel has a framework build that cannot reach the TPU; the message says what to do."""
 
 
-def _key(name: str, caller: str) -> str:
-    if name not in _NAMES:
-        raise ValueError(f"{caller}() takes 'tf' or 'torch', not {name!r}")
-    return name
-
-
 def _refuse_beside(key: str) -> None:
     other_module, other_name = _OTHER[key]
     if other_module in sys.modules:
@@ -37,7 +32,7 @@ def _refuse_beside(key: str) -> None:
 
 def framework_python(name: str) -> str:
     """The interpreter for `name`'s code: ``TPU_COURSE_PYTHON_TF``/``_TORCH`` (set by ./course), else this one."""
-    return os.environ.get(f"TPU_COURSE_PYTHON_{_key(name, 'framework_python').upper()}") or sys.executable
+    return os.environ.get(f"TPU_COURSE_PYTHON_{name.upper()}") or sys.executable
 
 
 def import_tensorflow():
@@ -48,13 +43,12 @@ def import_tensorflow():
     return tensorflow
 
 
-def use_framework(name: str) -> str:
+def use_framework(framework: str) -> None:
     """Declare this notebook's framework ("tf" or "torch") in the environment, before transformers is imported."""
-    key = _key(name, "use_framework")
-    _refuse_beside(key)
-    want = {"USE_TF": "1" if key == "tf" else "0", "USE_TORCH": "0" if key == "tf" else "1"}
-    tpu_build = key == "tf" and installed_version("tensorflow-tpu")
-    if key == "tf":
+    _refuse_beside(framework)
+    want = {"USE_TF": "1" if framework == "tf" else "0", "USE_TORCH": "0" if framework == "tf" else "1"}
+    tpu_build = framework == "tf" and installed_version("tensorflow-tpu")
+    if framework == "tf":
         want["USE_TORCH_XLA"] = "0"  # else transformers and accelerate import torch_xla (installed) and abort TF
         if tpu_build:
             # transformers 4.57 does not know `tensorflow-tpu` by name (utils/import_utils.py): PR #18650's override
@@ -65,23 +59,21 @@ def use_framework(name: str) -> str:
             raise FrameworkClashError(
                 "transformers was imported before use_framework() with "
                 + ", ".join(f"{k}={os.environ.get(k)}" for k in stale)
-                + f"; it will not load {_NAMES[key]} models now. Restart the kernel and call "
-                  f"use_framework({key!r}) before importing transformers.")
+                + f"; it will not load {_NAMES[framework]} models now. Restart the kernel and call "
+                  f"use_framework({framework!r}) before importing transformers.")
     os.environ.update(want)
-    if key == "torch":
+    if framework == "torch":
         # torch_xla makes the scalars 0 and 1 graph constants unless told not to (read at `import torch_xla`)
         os.environ.setdefault("XLA_NO_SPECIAL_SCALARS", "1")
-        return key
+        return
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # keep TF's C++ start-up chatter out of the notebook
     if tpu_build:
-        try:  # datasets/config.py does not know `tensorflow-tpu` either, and reads TF_AVAILABLE when called
-            import datasets.config
-            from packaging.version import Version
+        # datasets/config.py does not know `tensorflow-tpu` either, and reads TF_AVAILABLE when called
+        import datasets.config
+        from packaging.version import Version
 
-            if not datasets.config.TF_AVAILABLE:
-                datasets.config.TF_AVAILABLE, datasets.config.TF_VERSION = True, Version(tpu_build)
-        except ImportError:
-            pass
+        if not datasets.config.TF_AVAILABLE:
+            datasets.config.TF_AVAILABLE, datasets.config.TF_VERSION = True, Version(tpu_build)
         wanted = tf_tpu_environment(runtime_module.detect_runtime(),
                                     _libtpu_path() if installed_version("libtpu") else None)
         if "TF_PLUGGABLE_DEVICE_LIBRARY_PATH" in wanted and os.environ.get("TPU_LOAD_LIBRARY") == "0":
@@ -93,7 +85,6 @@ def use_framework(name: str) -> str:
         for k, v in wanted.items():
             os.environ.setdefault(k, v)  # a learner's own setting wins
     record_xla_compilations()
-    return key
 
 
 def tf_tpu_environment(runtime, libtpu_path: str | None) -> dict[str, str]:
@@ -122,16 +113,12 @@ def _libtpu_path() -> str | None:
     return path if os.path.exists(path) else None
 
 
-def record_xla_compilations() -> str:
-    """Have XLA dump every module it compiles for a course-counted function (before TF compiles); the flags."""
-    from tpu_helpers.core.tempdirs import course_temp_dir
-
+def record_xla_compilations() -> None:
+    """Have XLA dump every module it compiles for a course-counted function (before TF compiles)."""
     flags = os.environ.get("XLA_FLAGS", "")
     if "--xla_dump_to" not in flags:  # a learner's own dump folder is kept
         folder = course_temp_dir("xla-records")
-        flags = f"{flags} --xla_dump_to={folder} --xla_dump_hlo_module_re={XLA_MODULE_RE}".strip()
-        os.environ["XLA_FLAGS"] = flags
-    return flags
+        os.environ["XLA_FLAGS"] = f"{flags} --xla_dump_to={folder} --xla_dump_hlo_module_re={XLA_MODULE_RE}".strip()
 
 
 def _tpu_devices(key: str) -> list:
@@ -147,17 +134,16 @@ def _tpu_devices(key: str) -> list:
 
 def check_tpu_build(runtime, framework: str, *, probe_devices: bool = True) -> str:
     """On a TPU, stop unless the TPU is free and this kernel's build of `framework` sees it; else say so."""
-    key = _key(framework, "check_tpu_build")
     if not getattr(runtime, "is_tpu", False):
-        return f"not on a TPU: the {_NAMES[key]} build installed here is the right one"
+        return f"not on a TPU: the {_NAMES[framework]} build installed here is the right one"
     restart = ("run this notebook's install cell, then restart the runtime (Colab: Runtime > Restart session; "
                "Kaggle: Run > Restart & clear cell outputs) and run from the top; on a Cloud TPU VM pick the "
-               f"kernel 'tpu-course-{key}' that ./course setup --tpu registered")
+               f"kernel 'tpu-course-{framework}' that ./course setup --tpu registered")
     problem = held_problem() if getattr(runtime, "is_tpu_vm", False) else None
     if problem:
         raise TPUHeldError(problem)
     have = {d: installed_version(d) for d in ("tensorflow", "tensorflow-cpu", "tensorflow-tpu", "torch-xla", "libtpu")}
-    if key == "tf":
+    if framework == "tf":
         build = f"tensorflow-tpu {have['tensorflow-tpu']}, libtpu {have['libtpu']}"
         if not have["tensorflow-tpu"] or have["tensorflow"] or have["tensorflow-cpu"] or not have["libtpu"]:
             found = ", ".join(f"{d}=={v}" for d, v in have.items() if v and d != "torch-xla") or "no TensorFlow"
@@ -169,15 +155,15 @@ def check_tpu_build(runtime, framework: str, *, probe_devices: bool = True) -> s
             raise WrongBuildError(f"this kernel has {build}: without libtpu the CPU build of PyTorch/XLA cannot reach "
                                   f"the TPU. Install torch_xla[tpu], then {restart}.")
     if not probe_devices:
-        return f"{_NAMES[key]}'s TPU build is installed ({build})"
+        return f"{_NAMES[framework]}'s TPU build is installed ({build})"
     try:
-        devices, why = list(_tpu_devices(key)), ""
+        devices, why = list(_tpu_devices(framework)), ""
     except Exception as e:  # noqa: BLE001  (TensorFlow raises several types for "No TPU platform found")
         devices, why = [], f" ({type(e).__name__}: {(str(e).strip().splitlines() or [''])[0][:200]})"
     if devices:
-        found = f"{len(devices)} TPU devices" if key == "tf" else "PJRT device TPU"
-        return f"{_NAMES[key]}'s TPU build ({build}): {found}"
-    if key == "torch":
+        found = f"{len(devices)} TPU devices" if framework == "tf" else "PJRT device TPU"
+        return f"{_NAMES[framework]}'s TPU build ({build}): {found}"
+    if framework == "torch":
         raise WrongBuildError(f"{build} does not pick the TPU{why} (PJRT_DEVICE={os.environ.get('PJRT_DEVICE')}): "
                               f"unset PJRT_DEVICE, or {restart}.")
     raise WrongBuildError(

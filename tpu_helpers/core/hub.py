@@ -1,6 +1,5 @@
 """Hub loads at pinned revisions, behind one 5 s reachability probe and one clear error that names the offline choice."""
 import os
-import time
 from contextlib import contextmanager
 from typing import Iterator
 
@@ -13,17 +12,14 @@ PINNED_REVISIONS = {
     "Salesforce/wikitext": "b08601e04326c79dfdd32d625aee71d232d685c3",
 }
 
-_PROBE: dict[str, tuple[float, bool]] = {}  # endpoint -> (when, reachable): one probe per minute at most
-_PROBE_TTL_S = 60.0
-
 
 class HubUnavailableError(RuntimeError):
     """A model, tokenizer or dataset could not be loaded from the Hugging Face Hub (or its local cache)."""
 
 
-def pinned_revision(repo: str, revision: str | None = None) -> str | None:
-    """`revision` if given, else the course's pinned commit for `repo`, else None (the repository's ``main``)."""
-    return revision or PINNED_REVISIONS.get(repo)
+def pinned_revision(repo: str) -> str | None:
+    """The course's pinned commit for `repo`, else None (the repository's ``main``)."""
+    return PINNED_REVISIONS.get(repo)
 
 
 def hub_offline() -> bool:
@@ -35,15 +31,9 @@ def hub_offline() -> bool:
         for k in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"))
 
 
-def hub_reachable(timeout: float = 5.0) -> bool:
-    """One HEAD request to ``HF_ENDPOINT`` (`why_unreachable`: any HTTP answer counts), remembered for a minute."""
-    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co").rstrip("/")
-    seen = _PROBE.get(endpoint)
-    if seen is not None and time.monotonic() - seen[0] < _PROBE_TTL_S:
-        return seen[1]
-    ok = why_unreachable(endpoint, timeout=timeout) is None
-    _PROBE[endpoint] = (time.monotonic(), ok)
-    return ok
+def hub_reachable() -> bool:
+    """One 5 s HEAD request to ``HF_ENDPOINT`` (`why_unreachable`: any HTTP answer counts)."""
+    return why_unreachable(os.environ.get("HF_ENDPOINT", "https://huggingface.co").rstrip("/")) is None
 
 
 def _offline_flags(values: tuple[bool, bool]) -> tuple[bool, bool]:

@@ -15,6 +15,7 @@ _TENSORCORES_PER_CHIP = {"v2": 2, "v3": 2, "v4": 2, "v5p": 2, "v5e": 1, "v6e": 1
 # Chips of the largest single-host slice; beyond it a slice is TPU VMs ("workers") of 4 chips each (notebook 08).
 _CHIPS_PER_HOST = {"v2": 4, "v3": 4, "v4": 4, "v5p": 4, "v5e": 8, "v6e": 8}
 _CHIPS_PER_WORKER_MULTIHOST = 4
+ROOT = Path("/")  # where the device files are read (/dev, /sys/bus/pci)
 
 
 def slice_hosts(generation: str, chips: int) -> int:
@@ -28,7 +29,7 @@ def slice_hosts(generation: str, chips: int) -> int:
 
 @dataclass(frozen=True)
 class Runtime:
-    """What `detect_runtime` found. `kind` is one of `Runtime.KINDS`."""
+    """What `detect_runtime` found: `kind` is colab-, kaggle- or cloud-tpu-vm, tpu-node, gpu or cpu."""
     kind: str
     platform: str  # "colab", "kaggle" or "local" (anything else: Cloud TPU VM, laptop, CI)
     accelerator_type: str | None = None  # as Google names it, e.g. "v5litepod-8"
@@ -37,8 +38,6 @@ class Runtime:
     devices: int | None = None  # XLA devices (= replicas) on this host
     tpu_address: str | None = None  # grpc://IP:8470 for a TPU Node
     gpus: int = 0
-
-    KINDS = ("colab-tpu-vm", "kaggle-tpu-vm", "cloud-tpu-vm", "tpu-node", "gpu", "cpu")
 
     @property
     def is_tpu(self) -> bool:
@@ -103,10 +102,10 @@ def _parse_env_type(acc_type: str) -> tuple[str, int, int]:
                          "sets it; if you set it yourself, fix or unset it.") from None
 
 
-def _pci_tpu_chips(root: Path) -> tuple[int, str | None]:
+def _pci_tpu_chips() -> tuple[int, str | None]:
     """Google TPU chips on the PCI bus: (count, generation of the first)."""
     found = []
-    for dev in sorted((root / "sys" / "bus" / "pci" / "devices").glob("*")):
+    for dev in sorted((ROOT / "sys" / "bus" / "pci" / "devices").glob("*")):
         try:
             if (dev / "vendor").read_text().strip().lower() == GOOGLE_PCI_VENDOR:
                 generation = TPU_PCI_DEVICE_IDS.get((dev / "device").read_text().strip().lower())
@@ -126,10 +125,9 @@ def _count(folder: Path, pattern: str) -> int:
     return len([p for p in folder.glob("*") if re.fullmatch(pattern, p.name)]) if folder.is_dir() else 0
 
 
-def detect_runtime(env: Mapping[str, str] | None = None, root: str | os.PathLike[str] = "/") -> Runtime:
-    """The runtime, from environment variables (`env`, default `os.environ`) and device files under `root`."""
+def detect_runtime(env: Mapping[str, str] | None = None) -> Runtime:
+    """The runtime, from environment variables (`env`, default `os.environ`) and device files under `ROOT`."""
     env = dict(os.environ if env is None else env)
-    root = Path(root)
     colab = env.get("COLAB_RELEASE_TAG") or env.get("COLAB_GPU") is not None or env.get("COLAB_TPU_ADDR")
     kaggle = env.get("KAGGLE_KERNEL_RUN_TYPE") or env.get("KAGGLE_URL_BASE")
     platform = "colab" if colab else "kaggle" if kaggle else "local"
@@ -139,10 +137,10 @@ def detect_runtime(env: Mapping[str, str] | None = None, root: str | os.PathLike
     address = ("grpc://" + node.removeprefix("grpc://")) if node else (tpu_name if tpu_name.startswith("grpc://")
                                                                         else None)
 
-    pci_chips, pci_generation = _pci_tpu_chips(root)
+    pci_chips, pci_generation = _pci_tpu_chips()
     # TPU device files: /dev/accel<N> (v2-v4) or numbered /dev/vfio/<N> groups (v5e+)
-    chips = pci_chips or _count(root / "dev", r"accel\d+") or _count(root / "dev" / "vfio", r"\d+")
-    gpus = _count(root / "dev", r"nvidia\d+")
+    chips = pci_chips or _count(ROOT / "dev", r"accel\d+") or _count(ROOT / "dev" / "vfio", r"\d+")
+    gpus = _count(ROOT / "dev", r"nvidia\d+")
     acc_type = env.get("TPU_ACCELERATOR_TYPE") or None
 
     if chips or (acc_type and env.get("ISTPUVM") == "1"):

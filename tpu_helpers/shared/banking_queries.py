@@ -1,8 +1,5 @@
 """Synthetic BANKING77-style queries: an intent's words in a template with long-tailed filler, the same for a seed."""
-from __future__ import annotations
-
 import random
-from typing import Sequence
 
 # The 77 intents of PolyAI/banking77, in the dataset's label order (label id = position).
 BANKING77_LABELS: tuple[str, ...] = tuple("""activate_my_card age_limit apple_pay_or_google_pay atm_support
@@ -51,7 +48,7 @@ def banking_query(label: str, rng: random.Random) -> str:
     return " ".join(part for part in (before, text, after) if part)
 
 
-def banking_queries(n: int, seed: int = 0, labels: Sequence[str] = BANKING77_LABELS) -> list[str]:
+def banking_queries(n: int, seed: int = 0) -> list[str]:
     """``n`` unlabelled synthetic queries, intents drawn at random (for length and padding experiments)."""
     rng = random.Random(seed)
-    return [banking_query(rng.choice(labels), rng) for _ in range(n)]
+    return [banking_query(rng.choice(BANKING77_LABELS), rng) for _ in range(n)]

@@ -1,6 +1,4 @@
 """Bucket boundaries (notebooks 01 and 05): the few lengths batches are padded to, chosen for the least padding."""
-from __future__ import annotations
-
 import itertools
 from typing import Sequence
 

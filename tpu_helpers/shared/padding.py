@@ -1,6 +1,4 @@
 """Padding strategies and what they cost: XLA compilations (distinct padded shapes) against padded-token waste."""
-from __future__ import annotations
-
 import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence

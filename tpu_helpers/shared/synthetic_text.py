@@ -1,6 +1,4 @@
 """English-like paragraphs from a seed, the same on every machine (notebook 01's lengths, notebook 04's offline corpus)."""
-from __future__ import annotations
-
 import random
 from typing import Iterator
 

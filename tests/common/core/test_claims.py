@@ -5,8 +5,8 @@ from tpu_helpers.core.claims import Claims
 
 def test_every_claim_is_printed_and_the_assert_names_the_failures(capsys):
     with Claims("3 · shapes") as claim:
-        assert claim("one graph", 2 == 1, 2) is False
-        assert claim("no fallbacks", True, "0 ops") is True
+        claim("one graph", 2 == 1, 2)
+        claim("no fallbacks", True, "0 ops")
     assert not claim.passed
     assert claim.why == "3 · shapes: 1 claim(s) failed on this run: one graph (measured: 2)"
     with pytest.raises(AssertionError, match=r"failed on this run: one graph \(measured: 2\)"):

@@ -27,10 +27,10 @@ def _installed(monkeypatch, **versions):
 
 
 def test_sets_transformers_backend_variables(env):
-    assert use_framework("tf") == "tf"
+    use_framework("tf")
     assert (env["USE_TF"], env["USE_TORCH"], env["USE_TORCH_XLA"]) == ("1", "0", "0")
     env.clear()
-    assert use_framework("torch") == "torch"
+    use_framework("torch")
     assert (env["USE_TF"], env["USE_TORCH"]) == ("0", "1")
 
 
@@ -66,7 +66,7 @@ def test_refuses_when_transformers_was_imported_with_the_other_backend(env, monk
 
 
 def test_unknown_name(env):
-    with pytest.raises(ValueError, match="'tf' or 'torch'"):
+    with pytest.raises(KeyError, match="jax"):
         use_framework("jax")
 
 
@@ -150,7 +150,8 @@ def test_tf_turns_on_xlas_records_of_the_course_functions_only(env):
     use_framework("tf")
     assert "--xla_dump_to=" in env["XLA_FLAGS"] and "--xla_dump_hlo_module_re=.*tpucourse.*" in env["XLA_FLAGS"]
     env["XLA_FLAGS"] = "--xla_dump_to=/my/dumps"
-    assert frameworks.record_xla_compilations() == "--xla_dump_to=/my/dumps"  # a learner's own dump folder is kept
+    frameworks.record_xla_compilations()
+    assert env["XLA_FLAGS"] == "--xla_dump_to=/my/dumps"  # a learner's own dump folder is kept
     env.clear()
     use_framework("torch")
     assert "XLA_FLAGS" not in env

@@ -117,11 +117,12 @@ def test_several_replicas_on_a_cpu_are_forked_cpu_processes_without_xla(n):
     assert plan.mixed_precision == "no" and "gloo" in plan.describe() and "without XLA" in plan.describe()
 
 
-def test_a_detected_kaggle_tpu_runtime_plans_the_hosted_tpu_branch(tmp_path):
+def test_a_detected_kaggle_tpu_runtime_plans_the_hosted_tpu_branch(tmp_path, monkeypatch):
     (tmp_path / "dev").mkdir()
     (tmp_path / "dev" / "accel0").touch()
     env = {"KAGGLE_KERNEL_RUN_TYPE": "Interactive", "TPU_ACCELERATOR_TYPE": "v3-8"}
-    rt = launch.detect_runtime(env, tmp_path)
+    monkeypatch.setattr("tpu_helpers.core.runtime.ROOT", tmp_path)
+    rt = launch.detect_runtime(env)
     assert plan_launch(rt, env=env, ipython=None).kind == "hosted-tpu"
 
 
