@@ -282,7 +282,7 @@ def launch_training(training_function, args, plan):
                              start_method="fork")
         elif plan.launcher == "accelerate.debug_launcher":  # a CPU, REPLICAS > 1: CPU processes over gloo, no XLA
             debug_launcher(training_function, args, num_processes=plan.num_processes)
-        else:  # Colab/Kaggle TPU: xmp.spawn, a process per chip; a GPU, or this CPU: this very process
+        else:  # Colab/Kaggle TPU: xmp.spawn, a process per chip; this CPU: this very process
             notebook_launcher(training_function, args, num_processes=plan.num_processes)
     finally:  # an in-process run leaves its Accelerator behind, even a failed one: the next launch makes its own
         launch.reset_accelerate_state()
