@@ -9,7 +9,7 @@ from typing import Any, Mapping
 from tpu_helpers._compat import (
     accelerate_found_torch_xla,
     accelerate_state_exists,
-    reset_accelerate_state,  # noqa: F401  (re-exported: launch_training calls it after a run)
+    reset_accelerate_state,  # noqa: F401  (launch_training calls it after a run)
     xla_runtime_is_initialized,
 )
 from tpu_helpers.core.runtime import Runtime, detect_runtime
@@ -26,18 +26,14 @@ class LaunchPlan:
     launcher: str  # "accelerate.notebook_launcher" or "torch_xla.launch"
     num_processes: int  # processes on this host: one per TPU chip (PJRT), else 1 (or REPLICAS CPU processes)
     env: dict[str, str] = field(default_factory=dict)  # set before importing accelerate / transformers
-    mixed_precision: str = "no"  # what to pass to Accelerator(...): bf16 on TPU
-    forks: bool = False  # does the launch start child processes that need an untouched device?
+    mixed_precision: str = "no"  # MIXED_PRECISION's default: "bf16" on a TPU (autocast in the training function)
+    in_process: bool = True  # the training function runs in the notebook's process (else in forked children)
     reason: str = ""
     threads_per_process: int = 1  # replicas in each process: a TPU chip's devices (2 on v2/v3), else 1
 
     @property
     def replicas(self) -> int:  # devices training in data parallel on this host
         return self.num_processes * self.threads_per_process
-
-    @property
-    def in_process(self) -> bool:  # the training function runs in the notebook's process
-        return not self.forks
 
     def describe(self) -> str:
         env = " ".join(f"{k}={v}" for k, v in self.env.items())
@@ -70,19 +66,19 @@ def plan_launch(runtime: Runtime | None = None, *, env: Mapping[str, str] | None
         where = runtime.describe()
         # notebook_launcher's own test (accelerate 1.15 launchers.py), PJRT_DEVICE=TPU being set by this plan
         if any(key.startswith("KAGGLE") for key in env) or "google.colab" in str(ipython):
-            return LaunchPlan("hosted-tpu", "accelerate.notebook_launcher", chips, tpu_env, "bf16", True, f"{where} "
+            return LaunchPlan("hosted-tpu", "accelerate.notebook_launcher", chips, tpu_env, "bf16", False, f"{where} "
                               f"notebook_launcher's xmp.spawn starts {layout} (it ignores num_processes).", threads)
-        return LaunchPlan("tpu-vm", "torch_xla.launch", chips, tpu_env, "bf16", True, f"{where} outside Colab/Kaggle "
+        return LaunchPlan("tpu-vm", "torch_xla.launch", chips, tpu_env, "bf16", False, f"{where} outside Colab/Kaggle "
                           f"notebook_launcher has no TPU branch: torch_xla.launch starts {layout}.", threads)
 
     # a GPU runtime too: PyPI's torch_xla has no CUDA build (since 2.8), so the course installs CPU torch there
     if num_processes is not None and num_processes > 1:
         return LaunchPlan("cpu-processes", "accelerate.debug_launcher", num_processes,
-                          {"USE_TORCH_XLA": "0", "OMP_NUM_THREADS": "1"}, "no", True,
+                          {"USE_TORCH_XLA": "0", "OMP_NUM_THREADS": "1"}, "no", False,
                           f"{runtime.describe()} {num_processes} TPU replicas rehearsed as CPU processes over gloo, "
                           "without XLA (several XLA:CPU processes stop in their first all-reduce).")
     return LaunchPlan("xla-cpu", "accelerate.notebook_launcher", 1, {"PJRT_DEVICE": "CPU", "CPU_NUM_DEVICES": "1"},
-                      "no", False, f"{runtime.describe()} one XLA:CPU device; notebook_launcher(num_processes=1) "
+                      "no", True, f"{runtime.describe()} one XLA:CPU device; notebook_launcher(num_processes=1) "
                       "runs the function in this process.")
 
 

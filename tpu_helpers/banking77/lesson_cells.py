@@ -229,7 +229,7 @@ def training_function(model, train_ds, eval_ds, config, tokenizer=None, log=None
     ``log`` (optional, the course's RunLog) measures the run; leave it out in your own project."""
     # bf16 on a TPU is autocast: bf16 matmuls, float32 weights, gradients and AdamW state (torch_xla's advice).
     bf16 = config.mixed_precision == "bf16"
-    accelerator = Accelerator(mixed_precision="no" if bf16 else config.mixed_precision)
+    accelerator = Accelerator(mixed_precision="no")  # bf16 is the autocast below, not Accelerator's
     autocast = torch.autocast("xla", dtype=torch.bfloat16, enabled=bf16)
     # on XLA: AdamW's 1 - lr*wd turns 1.0 late in the decay; as a graph input like any other float it adds no graph
     scalars_as_graph_inputs(accelerator.device)

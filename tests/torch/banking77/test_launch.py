@@ -34,7 +34,7 @@ def test_colab_tpu_takes_notebook_launchers_tpu_branch():
     plan = plan_launch(COLAB_TPU, env={"COLAB_RELEASE_TAG": "release"}, ipython=FakeColabShell())
     assert (plan.kind, plan.launcher, plan.num_processes) == ("hosted-tpu", "accelerate.notebook_launcher", 1)
     assert plan.env == {"PJRT_DEVICE": "TPU"} and plan.mixed_precision == "bf16"
-    assert plan.forks and not plan.in_process
+    assert not plan.in_process
 
 
 def test_kaggle_tpu_is_recognised_by_any_kaggle_variable():
@@ -55,7 +55,7 @@ def test_plain_cloud_tpu_vm_uses_torch_xla_launch_without_faking_kaggle():
     plan = plan_launch(CLOUD_TPU, env={"TPU_ACCELERATOR_TYPE": "v3-8"}, ipython=None)
     assert (plan.kind, plan.launcher, plan.replicas) == ("tpu-vm", "torch_xla.launch", 8)
     assert plan.env == {"PJRT_DEVICE": "TPU"}  # no KAGGLE_TPU / TPU_NAME hack
-    assert plan.mixed_precision == "bf16" and plan.forks
+    assert plan.mixed_precision == "bf16" and not plan.in_process
 
 
 # (accelerator type, chips on the host, devices): PJRT starts one process per chip and one thread per device in it
@@ -108,7 +108,7 @@ def test_several_replicas_on_a_cpu_are_forked_cpu_processes_without_xla(n):
     plan = plan_launch(CPU, env={}, ipython=None, num_processes=n)
     assert (plan.kind, plan.launcher, plan.num_processes, plan.replicas) == (
         "cpu-processes", "accelerate.debug_launcher", n, n)
-    assert plan.env == {"USE_TORCH_XLA": "0", "OMP_NUM_THREADS": "1"} and plan.forks and not plan.in_process
+    assert plan.env == {"USE_TORCH_XLA": "0", "OMP_NUM_THREADS": "1"} and not plan.in_process
     assert plan.mixed_precision == "no" and "gloo" in plan.describe() and "without XLA" in plan.describe()
 
 
