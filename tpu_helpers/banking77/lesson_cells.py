@@ -148,7 +148,7 @@ from typing import Any, NamedTuple
 from torch.utils.data import DataLoader
 
 from tpu_helpers.banking77.config import PADDINGS
-from tpu_helpers.banking77.evaluation import check_evaluation_plan, rows_on_host, weighted_f1
+from tpu_helpers.banking77.evaluation import check_evaluation_plan, rows_kept, weighted_f1
 from tpu_helpers.xla_torch.scalars import scalars_as_graph_inputs
 
 
@@ -221,7 +221,8 @@ def evaluate(accelerator, model, eval_dl, n_rows, autocast):
             predictions = model(**batch).logits.argmax(dim=-1)
         # gather, not gather_for_metrics: on XLA that one drops real rows ("Why gather?" at the end)
         gathered.append(accelerator.gather((predictions, batch["labels"])))
-    return rows_on_host(gathered, n_rows)  # each batch copied to the host once; the last batch's repeats cut
+    predictions = rows_kept([p for p, _ in gathered], n_rows)  # copied to the host once; the last batch's repeats cut
+    return predictions, rows_kept([r for _, r in gathered], n_rows)
 
 
 def training_function(model, train_ds, eval_ds, config, tokenizer=None, log=None):
