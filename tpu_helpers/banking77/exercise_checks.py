@@ -99,11 +99,9 @@ def check_gather_step(gather_step: Callable, dataset: Any, tokenizer: Any, bound
             reset_accelerate_state()
         if len(preds) > n_rows:
             raise AssertionError(
-                f"the loop got {len(preds)} predictions for {n_rows} test rows: the sampler topped up the last batch "
-                f"with {repeats} repeated rows to keep its shape, and they are still in. Keep only the rows still "
-                "due: min(len(batch), n_rows - seen). (On XLA, gather_for_metrics cannot be trusted to drop them: it "
-                "reads the loader's end-of-data flag, which the MpDeviceLoader's background thread sets ahead of "
-                "the loop. Here it kept the repeats; on a larger test set it cuts real rows instead.)")
+                f"the loop got {len(preds)} predictions for {n_rows} test rows: the {repeats} repeated rows that top "
+                "up the last batch are still in. Keep only the rows still due: min(len(batch), n_rows - seen); on XLA "
+                "gather_for_metrics does not drop them reliably (Why gather? at the end of the notebook).")
         assert c.compilations == 0, (
             f"your gather step compiled {c.compilations} new graph(s) that the reference loop did not need: "
             "slicing or concatenating on the XLA device adds ops to the graph (a new graph for the cut batch). "
