@@ -14,7 +14,7 @@ class TrainConfig:
     learning_rate: float = 3e-4
     weight_decay: float = 0.01
     warmup_ratio: float = 0.1  # share of all optimizer steps spent warming up linearly from 0
-    mixed_precision: str = "no"  # "bf16" on TPU: autocast in the training function; "fp16" on GPU: Accelerator(...)
+    mixed_precision: str = "no"  # or "bf16" (a TPU): autocast in the training function
     seed: int = 42
     progress: bool = True  # tqdm bars (main process only)
     report_path: str | None = None  # where the main process also writes the report (multi-process launches)

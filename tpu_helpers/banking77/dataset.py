@@ -51,14 +51,12 @@ def _features(label_names: Sequence[str]):
     return datasets.Features({"text": datasets.Value("string"), "label": datasets.ClassLabel(names=list(label_names))})
 
 
-def load_hub(repo: str = HUB_REPO):
-    """BANKING77 from the Hub's parquet export (or a local folder laid out like it)."""
+def load_hub():
+    """BANKING77 from the Hub's parquet export."""
     import datasets
 
-    if os.path.isdir(repo):  # a local copy of the parquet branch
-        return datasets.load_dataset(repo)
-    with hub_access(f"{repo}@{HUB_REVISION}", _OFFLINE_DATA, error=Banking77Error):
-        return datasets.load_dataset(repo, revision=HUB_REVISION)
+    with hub_access(f"{HUB_REPO}@{HUB_REVISION}", _OFFLINE_DATA, error=Banking77Error):
+        return datasets.load_dataset(HUB_REPO, revision=HUB_REVISION)
 
 
 def load_csv_dir(folder: str | os.PathLike[str]):
@@ -103,11 +101,11 @@ def make_synthetic(n_train_per_label: int = 8, n_test_per_label: int = 3, *, see
     return datasets.DatasetDict(splits)
 
 
-def load_banking77(source: str = "synthetic", *, csv_dir: str | os.PathLike[str] | None = None, repo: str = HUB_REPO,
+def load_banking77(source: str = "synthetic", *, csv_dir: str | os.PathLike[str] | None = None,
                    n_train_per_label: int = 8, n_test_per_label: int = 3, seed: int = 0) -> Banking77Data:
     """Load BANKING77 from ``source`` ("hub", "csv" or "synthetic")."""
     if source == "hub":
-        return Banking77Data(load_hub(repo), "hub", repo if os.path.isdir(repo) else f"{repo}@{HUB_REVISION}")
+        return Banking77Data(load_hub(), "hub", f"{HUB_REPO}@{HUB_REVISION}")
     if source == "csv":
         if not csv_dir:
             raise Banking77Error("DATA_SOURCE='csv' needs CSV_DIR: a folder holding train.csv and test.csv.")

@@ -53,9 +53,3 @@ def rows_kept(batches, n_rows: int):
     if seen != n_rows:
         raise ValueError(f"the evaluation loader produced {seen} rows for {n_rows} test rows")
     return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
-
-
-def rows_on_host(gathered, n_rows: int):
-    """The gathered ``(predictions, labels)`` pairs as two arrays of ``n_rows`` rows, cut on the host."""
-    pairs = list(gathered)
-    return rows_kept([p for p, _ in pairs], n_rows), rows_kept([r for _, r in pairs], n_rows)

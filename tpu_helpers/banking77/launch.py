@@ -9,7 +9,7 @@ from typing import Any, Mapping
 from tpu_helpers._compat import (
     accelerate_found_torch_xla,
     accelerate_state_exists,
-    reset_accelerate_state,  # noqa: F401  (re-exported: launch_training calls it after a run)
+    reset_accelerate_state,  # noqa: F401  (launch_training calls it after a run)
     xla_runtime_is_initialized,
 )
 from tpu_helpers.core.runtime import Runtime, detect_runtime
@@ -22,22 +22,18 @@ class LaunchError(RuntimeError):
 
 @dataclass(frozen=True)
 class LaunchPlan:
-    kind: str  # hosted-tpu, tpu-vm, multi-gpu, gpu, xla-cpu or cpu-processes
+    kind: str  # hosted-tpu, tpu-vm, xla-cpu or cpu-processes
     launcher: str  # "accelerate.notebook_launcher" or "torch_xla.launch"
-    num_processes: int  # processes on this host: one per TPU chip (PJRT), per GPU, or 1
+    num_processes: int  # processes on this host: one per TPU chip (PJRT), else 1 (or REPLICAS CPU processes)
     env: dict[str, str] = field(default_factory=dict)  # set before importing accelerate / transformers
-    mixed_precision: str = "no"  # what to pass to Accelerator(...): bf16 on TPU
-    forks: bool = False  # does the launch start child processes that need an untouched device?
+    mixed_precision: str = "no"  # MIXED_PRECISION's default: "bf16" on a TPU (autocast in the training function)
+    in_process: bool = True  # the training function runs in the notebook's process (else in forked children)
     reason: str = ""
     threads_per_process: int = 1  # replicas in each process: a TPU chip's devices (2 on v2/v3), else 1
 
     @property
     def replicas(self) -> int:  # devices training in data parallel on this host
         return self.num_processes * self.threads_per_process
-
-    @property
-    def in_process(self) -> bool:  # the training function runs in the notebook's process
-        return not self.forks
 
     def describe(self) -> str:
         env = " ".join(f"{k}={v}" for k, v in self.env.items())
@@ -70,26 +66,19 @@ def plan_launch(runtime: Runtime | None = None, *, env: Mapping[str, str] | None
         where = runtime.describe()
         # notebook_launcher's own test (accelerate 1.15 launchers.py), PJRT_DEVICE=TPU being set by this plan
         if any(key.startswith("KAGGLE") for key in env) or "google.colab" in str(ipython):
-            return LaunchPlan("hosted-tpu", "accelerate.notebook_launcher", chips, tpu_env, "bf16", True, f"{where} "
+            return LaunchPlan("hosted-tpu", "accelerate.notebook_launcher", chips, tpu_env, "bf16", False, f"{where} "
                               f"notebook_launcher's xmp.spawn starts {layout} (it ignores num_processes).", threads)
-        return LaunchPlan("tpu-vm", "torch_xla.launch", chips, tpu_env, "bf16", True, f"{where} outside Colab/Kaggle "
+        return LaunchPlan("tpu-vm", "torch_xla.launch", chips, tpu_env, "bf16", False, f"{where} outside Colab/Kaggle "
                           f"notebook_launcher has no TPU branch: torch_xla.launch starts {layout}.", threads)
 
-    if runtime.kind == "gpu" and runtime.gpus >= 1:
-        n = runtime.gpus if num_processes is None else num_processes
-        if not 1 <= n <= runtime.gpus:
-            raise LaunchError(f"num_processes={num_processes}: this machine has {runtime.gpus} GPU(s).")
-        gpu_env = {"USE_TORCH_XLA": "0"}  # accelerate and transformers: plain CUDA, not PyTorch/XLA
-        return LaunchPlan("multi-gpu" if n > 1 else "gpu", "accelerate.notebook_launcher", n, gpu_env, "fp16", n > 1,
-                          f"{runtime.describe()} notebook_launcher runs one process per GPU.")
-
+    # a GPU runtime too: PyPI's torch_xla has no CUDA build (since 2.8), so the course installs CPU torch there
     if num_processes is not None and num_processes > 1:
         return LaunchPlan("cpu-processes", "accelerate.debug_launcher", num_processes,
-                          {"USE_TORCH_XLA": "0", "OMP_NUM_THREADS": "1"}, "no", True,
+                          {"USE_TORCH_XLA": "0", "OMP_NUM_THREADS": "1"}, "no", False,
                           f"{runtime.describe()} {num_processes} TPU replicas rehearsed as CPU processes over gloo, "
                           "without XLA (several XLA:CPU processes stop in their first all-reduce).")
     return LaunchPlan("xla-cpu", "accelerate.notebook_launcher", 1, {"PJRT_DEVICE": "CPU", "CPU_NUM_DEVICES": "1"},
-                      "no", False, f"{runtime.describe()} one XLA:CPU device; notebook_launcher(num_processes=1) "
+                      "no", True, f"{runtime.describe()} one XLA:CPU device; notebook_launcher(num_processes=1) "
                       "runs the function in this process.")
 
 
@@ -98,9 +87,8 @@ def prepare_environment(plan: LaunchPlan) -> None:
     if plan.env.get("USE_TORCH_XLA") == "0" and "accelerate" in sys.modules:
         imports = sys.modules.get("accelerate.utils.imports")
         if imports is not None and accelerate_found_torch_xla(imports):
-            instead = "plain CPU processes" if plan.kind == "cpu-processes" else "CUDA"
             raise LaunchError("accelerate was imported before USE_TORCH_XLA=0 was set, so it will train on "
-                              f"PyTorch/XLA instead of {instead}. Restart the kernel and call "
+                              "PyTorch/XLA instead of plain CPU processes. Restart the kernel and call "
                               "launch.prepare_environment(plan) before importing accelerate or transformers.")
     os.environ.update(plan.env)
     if plan.kind == "cpu-processes" and "torch" in sys.modules:
@@ -110,25 +98,19 @@ def prepare_environment(plan: LaunchPlan) -> None:
 
 def kernel_problems(plan: LaunchPlan) -> list[str]:
     """What in this kernel would break the launch (empty when it is clean)."""
-    modules, problems = sys.modules, []
-    held = held_problem(libtpu_lock_holder) if plan.kind in ("hosted-tpu", "tpu-vm") else None
-    if held:
-        problems.append(held)
+    modules, tpu = sys.modules, plan.kind in ("hosted-tpu", "tpu-vm")  # the TPU plans fork
+    problems = [held] if tpu and (held := held_problem(libtpu_lock_holder)) else []
     if modules.get("accelerate.state") is not None and accelerate_state_exists(modules["accelerate.state"]):
         problems.append(
             "an Accelerator (or accelerate PartialState) already exists in this kernel. The training function "
             "must create the only one, in each replica, after the launcher has set the replica up; settings of an "
             "earlier one (mixed precision, device) would win silently or clash.")
     xla = modules.get("torch_xla")
-    if plan.forks and plan.kind in ("hosted-tpu", "tpu-vm") and xla is not None and xla_runtime_is_initialized(xla):
+    if tpu and xla is not None and xla_runtime_is_initialized(xla):
         problems.append(
             "the XLA device was already used in this kernel (the PyTorch/XLA runtime is initialised), and only one "
             "process can hold a TPU: the forked replicas could not open it. Don't create tensors on the XLA device "
             "(torch_xla.device(), xm.xla_device(), model.to(...)) before launching.")
-    torch = modules.get("torch")
-    if plan.forks and plan.kind == "multi-gpu" and torch is not None and torch.cuda.is_initialized():
-        problems.append("CUDA was already initialised in this kernel, and forked processes cannot re-initialise it. "
-                        "Don't move tensors or models to the GPU before launching.")
     return problems
 
 

@@ -148,7 +148,7 @@ from typing import Any, NamedTuple
 from torch.utils.data import DataLoader
 
 from tpu_helpers.banking77.config import PADDINGS
-from tpu_helpers.banking77.evaluation import check_evaluation_plan, rows_on_host, weighted_f1
+from tpu_helpers.banking77.evaluation import check_evaluation_plan, rows_kept, weighted_f1
 from tpu_helpers.xla_torch.scalars import scalars_as_graph_inputs
 
 
@@ -221,7 +221,8 @@ def evaluate(accelerator, model, eval_dl, n_rows, autocast):
             predictions = model(**batch).logits.argmax(dim=-1)
         # gather, not gather_for_metrics: on XLA that one drops real rows ("Why gather?" at the end)
         gathered.append(accelerator.gather((predictions, batch["labels"])))
-    return rows_on_host(gathered, n_rows)  # each batch copied to the host once; the last batch's repeats cut
+    predictions = rows_kept([p for p, _ in gathered], n_rows)  # copied to the host once; the last batch's repeats cut
+    return predictions, rows_kept([r for _, r in gathered], n_rows)
 
 
 def training_function(model, train_ds, eval_ds, config, tokenizer=None, log=None):
@@ -229,7 +230,7 @@ def training_function(model, train_ds, eval_ds, config, tokenizer=None, log=None
     ``log`` (optional, the course's RunLog) measures the run; leave it out in your own project."""
     # bf16 on a TPU is autocast: bf16 matmuls, float32 weights, gradients and AdamW state (torch_xla's advice).
     bf16 = config.mixed_precision == "bf16"
-    accelerator = Accelerator(mixed_precision="no" if bf16 else config.mixed_precision)
+    accelerator = Accelerator(mixed_precision="no")  # bf16 is the autocast below, not Accelerator's
     autocast = torch.autocast("xla", dtype=torch.bfloat16, enabled=bf16)
     # on XLA: AdamW's 1 - lr*wd turns 1.0 late in the decay; as a graph input like any other float it adds no graph
     scalars_as_graph_inputs(accelerator.device)
@@ -282,7 +283,7 @@ def launch_training(training_function, args, plan):
                              start_method="fork")
         elif plan.launcher == "accelerate.debug_launcher":  # a CPU, REPLICAS > 1: CPU processes over gloo, no XLA
             debug_launcher(training_function, args, num_processes=plan.num_processes)
-        else:  # Colab/Kaggle TPU: xmp.spawn, a process per chip; a GPU, or this CPU: this very process
+        else:  # Colab/Kaggle TPU: xmp.spawn, a process per chip; this CPU: this very process
             notebook_launcher(training_function, args, num_processes=plan.num_processes)
     finally:  # an in-process run leaves its Accelerator behind, even a failed one: the next launch makes its own
         launch.reset_accelerate_state()

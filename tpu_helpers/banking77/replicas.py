@@ -40,15 +40,15 @@ def plan_problems(plans: Sequence[Sequence[tuple[int, int]]]) -> list[str]:
     return problems
 
 
-def gather_plans(mine: Sequence[tuple[int, int]], all_gather) -> list[list[tuple[int, int]]]:
-    """Every replica's plan, on every replica (Lightning's ``strategy.all_gather`` or ``accelerator.gather``)."""
-    import torch
+def gather_plans(mine: Sequence[Sequence[int]], all_gather, width: int = 2) -> list[list[tuple[int, ...]]]:
+    """Every replica's rows of ``width`` ints (a plan: ``(rows, padded_length)`` per step), on every replica."""
+    import torch  # all_gather: Lightning's ``strategy.all_gather`` or ``accelerator.gather``
 
     counts = [int(c) for c in all_gather(torch.tensor([len(mine)], dtype=torch.long)).reshape(-1)]
-    table = torch.full((max(counts), 2), -1, dtype=torch.long)
+    table = torch.full((max(counts), width), -1, dtype=torch.long)
     if mine:
         table[:len(mine)] = torch.tensor([list(s) for s in mine], dtype=torch.long)
-    every = all_gather(table).reshape(len(counts), max(counts), 2)
+    every = all_gather(table).reshape(len(counts), max(counts), width)
     return [[tuple(int(x) for x in row) for row in every[r, :n].tolist()] for r, n in enumerate(counts)]
 
 
@@ -97,14 +97,3 @@ def weights_digest(model: Any) -> int:
     """`core.digests.weights_digest` of a torch model's named parameters (read to the host: call it after training)."""
     return digests.weights_digest((name, p.detach().float().cpu().contiguous().numpy())
                                   for name, p in model.named_parameters())
-
-
-def gather_rows(accelerator: Any, rows: Sequence[Sequence[int]]) -> list[list[list[int]]]:
-    """Each replica's integer rows (same shape everywhere), one list per replica in order."""
-    import torch
-
-    local = torch.tensor([list(r) for r in rows], dtype=torch.int64)
-    if accelerator.num_processes == 1:
-        return [local.tolist()]
-    gathered = accelerator.gather(local.to(accelerator.device)).cpu()
-    return gathered.view(accelerator.num_processes, *local.shape).tolist()

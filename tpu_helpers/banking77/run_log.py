@@ -67,13 +67,10 @@ class TrainReport:
         return sorted({s for e in self.epochs for s in getattr(e, key).get("shapes", {})},
                       key=lambda s: tuple(int(x) for x in s.split("x")))
 
-    def save(self, path: str | os.PathLike[str]) -> Path:
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(asdict(self)))
-        os.replace(tmp, path)  # atomic: a reader never sees half a report
-        return path
+    def save(self, path: str | os.PathLike[str]) -> Path:  # by the main replica; read after the launch returns
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(json.dumps(asdict(self)))
+        return Path(path)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> "TrainReport":
@@ -169,14 +166,15 @@ class RunLog:
 
     def report(self, model=None) -> TrainReport | None:
         """The report on the main process (also saved to ``config.report_path``), else None; every replica calls it."""
-        from tpu_helpers.banking77.replicas import gather_rows, weights_digest
+        from tpu_helpers.banking77.replicas import gather_plans, weights_digest
 
         acc, config = self.accelerator, self.config
         after = self._compilations()  # the report's own gathers below are not the training's graphs
         compilations = None if after is None else after - self.compilations_before
-        replica_steps = gather_rows(acc, self.step_shapes) if self.n_proc > 1 else [self.step_shapes]
-        replica_weights = [rows[0][0] for rows in gather_rows(acc, [[weights_digest(acc.unwrap_model(model))]])] \
-            if model is not None else []
+        gather = (lambda t: acc.gather(t.to(acc.device)).cpu()) if self.n_proc > 1 else (lambda t: t)
+        replica_steps = [[list(s) for s in rows] for rows in gather_plans(self.step_shapes, gather)]
+        digest = [[weights_digest(acc.unwrap_model(model))]] if model is not None else []
+        replica_weights = [rows[0][0] for rows in gather_plans(digest, gather, 1) if rows]
         if not self.main:
             return None
         report = TrainReport(

@@ -62,24 +62,6 @@ def check_training_step(training_step: Callable, module_class: type, dataset: An
     return run_check(body)
 
 
-def _tiny_classifier(vocab_size: int, num_labels: int):
-    """A bag-of-embeddings classifier with transformers' calling convention (a dict with loss and logits)."""
-    import torch
-    import torch.nn.functional as F
-
-    class TinyClassifier(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.embed, self.head = torch.nn.Embedding(vocab_size, 16), torch.nn.Linear(16, num_labels)
-
-        def forward(self, input_ids, attention_mask, labels=None, token_type_ids=None):
-            mask = attention_mask.unsqueeze(-1).float()
-            logits = self.head((self.embed(input_ids) * mask).sum(1) / mask.sum(1).clamp(min=1))
-            return {"logits": logits} if labels is None else {"logits": logits, "loss": F.cross_entropy(logits, labels)}
-
-    return TinyClassifier()
-
-
 def check_static_trainer_setup(setup: Callable, tokenizer: Any, dataset: Any, *, max_length: int, batch_size: int,
                                num_labels: int, steps: int = 6):
     """``setup(...) -> (args, collator)``: one batch shape, nothing compiled after 2 steps (slips: fused, shapes)."""
@@ -89,6 +71,7 @@ def check_static_trainer_setup(setup: Callable, tokenizer: Any, dataset: Any, *,
         from transformers import Trainer
 
         from tpu_helpers.trainers.recorder import HFStepDetective
+        from tpu_helpers.xla_torch.lesson_cells import keep_attention_masks_on_device, tiny_bert
 
         with tempfile.TemporaryDirectory(prefix="tpu-course-07-check-") as out:
             got = call_answer(setup, tokenizer, max_length, batch_size, out,
@@ -103,8 +86,8 @@ def check_static_trainer_setup(setup: Callable, tokenizer: Any, dataset: Any, *,
                 "requires ... supported devices'); pass optim='adamw_torch'")
             args.max_steps, args.save_strategy, args.report_to = steps, "no", []
             with torch.random.fork_rng(devices=[]):
-                torch.manual_seed(1207)
-                model = _tiny_classifier(len(tokenizer), num_labels)
+                keep_attention_masks_on_device()  # as make_model: no host read of the padding mask
+                model = tiny_bert(vocab_size=len(tokenizer), num_labels=num_labels, seed=1207)  # notebook 02's
                 detective = HFStepDetective()
                 trainer = Trainer(model=model, args=args, train_dataset=dataset, data_collator=collator,
                                   callbacks=[detective])

@@ -103,6 +103,8 @@ def check_pad_multiple(pick_pad_multiple: Callable, lengths: Sequence[int], batc
         import torch
         import torch_xla
 
+        from tpu_helpers.xla_torch.solutions import pick_pad_multiple as reference
+
         multiple = call_answer(pick_pad_multiple, list(lengths), batch_size, max_graphs,
                                what="pick_pad_multiple(lengths, batch_size, max_graphs)")
         assert isinstance(multiple, int) and multiple > 0 and multiple % 8 == 0, (
@@ -121,8 +123,7 @@ def check_pad_multiple(pick_pad_multiple: Callable, lengths: Sequence[int], batc
         def share(m: int) -> float:  # the padding's share of all the tokens
             return 1 - sum(lengths) / (batch_size * sum(_padded(lengths, batch_size, m)))
 
-        best = min((m for m in range(8, math.ceil(max(lengths) / 8) * 8 + 1, 8)
-                    if len(set(_padded(lengths, batch_size, m))) <= max_graphs), key=lambda m: (share(m), m))
+        best = reference(lengths, batch_size, max_graphs)
         assert share(multiple) <= share(best) + 1e-9, (
             f"pad_to_multiple_of={multiple} stays within {max_graphs} graph(s), but pad_to_multiple_of={best} does "
             f"too with less padding ({share(best):.0%} of the tokens instead of {share(multiple):.0%}): try every "

@@ -89,14 +89,15 @@ def test_a_detective_that_recorded_nothing_says_so():
 def test_hf_step_detective_records_one_step_per_optimizer_step(xla, data, tmp_path):
     from transformers import DataCollatorWithPadding, Trainer, TrainingArguments
 
-    from tpu_helpers.trainers.exercise_checks import _tiny_classifier
     from tpu_helpers.trainers.recorder import HFStepDetective
+    from tpu_helpers.xla_torch.lesson_cells import keep_attention_masks_on_device, tiny_bert
 
     tok, train = data
+    keep_attention_masks_on_device()  # no host read of the padding mask (notebook 02)
     d = HFStepDetective()
     args = TrainingArguments(output_dir=str(tmp_path), per_device_train_batch_size=16, max_steps=10,
                              optim="adamw_torch", dataloader_drop_last=True, report_to="none", save_strategy="no")
-    Trainer(model=_tiny_classifier(len(tok), 77), args=args, train_dataset=train, callbacks=[d],
+    Trainer(model=tiny_bert(vocab_size=len(tok), num_labels=77), args=args, train_dataset=train, callbacks=[d],
             data_collator=DataCollatorWithPadding(tok, padding="max_length", max_length=32)).train()
     assert len(d.steps) == 10
     assert sum(s.compilations for s in d.steps[2:]) == 0
