@@ -10,6 +10,7 @@ from typing import Any
 
 from tpu_helpers.banking77.config import TrainConfig
 from tpu_helpers.banking77.loaders import Loaders
+from tpu_helpers.core.files import write_json_atomic
 from tpu_helpers.core.tables import format_table
 from tpu_helpers.xla_torch.counters import XlaCounters, snapshot  # reads torch_xla's metrics only when called
 
@@ -67,9 +68,9 @@ class TrainReport:
         return sorted({s for e in self.epochs for s in getattr(e, key).get("shapes", {})},
                       key=lambda s: tuple(int(x) for x in s.split("x")))
 
-    def save(self, path: str | os.PathLike[str]) -> Path:  # by the main replica; read after the launch returns
+    def save(self, path: str | os.PathLike[str]) -> Path:  # by the main replica, atomically (a killed run leaves none)
         Path(path).parent.mkdir(parents=True, exist_ok=True)
-        Path(path).write_text(json.dumps(asdict(self)))
+        write_json_atomic(path, asdict(self))
         return Path(path)
 
     @classmethod
