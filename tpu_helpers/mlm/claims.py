@@ -39,11 +39,6 @@ def frequency_only_note(total_steps: int, global_batch: int, block_size: int, *,
             "short blocks (BLOCK_SIZE 32) on a CPU.")
 
 
-def distinct_top_guesses(results: Sequence[Sequence[dict[str, Any]]]) -> int:
-    """How many different top-1 tokens a fill-mask pipeline gave for a list of prompts."""
-    return len({top[0]["token_str"] for top in results})
-
-
 # the most logits `masked_loss` computes on the host at once: 2**28 float32 values, 1 GiB
 MAX_LOGITS = 2**28
 

@@ -35,27 +35,17 @@ class Corpus:
         return f"corpus: {self.name} ({self.source}): {self.lines:,} lines. {self.description}"
 
 
-@dataclasses.dataclass(frozen=True)
-class CorpusSource:
-    """What a ``CORPUS`` value means: `kind` is "builtin", "local", "gcs" or "hub"."""
-
-    kind: str
-    location: str
-    config: str | None = None
-    column: str = "text"
-
-
-def parse_corpus_source(value: str | os.PathLike[str]) -> CorpusSource:
-    """Read a ``CORPUS`` value (a built-in name, text files, ``hf:NAME:CONFIG:COLUMN``); else a clear error."""
+def parse_corpus_source(value: str | os.PathLike[str]) -> tuple[str, str, str | None, str]:
+    """A ``CORPUS`` value as (kind: builtin, local, gcs or hub; location; Hub config; column); else a clear error."""
     text = str(value).strip()
     if text.lower() in BUILTIN:
-        return CorpusSource("builtin", text.lower())
+        return "builtin", text.lower(), None, "text"
     if text[:3].lower() == "gs:":
         split_gcs_path(text)  # ValueError for gs:/x, GS://x or a bad bucket name
-        return CorpusSource("gcs", text.rstrip("/"))
+        return "gcs", text.rstrip("/"), None, "text"
     hub = text.lower().startswith("hf:")
     if not hub and Path(text).expanduser().exists():
-        return CorpusSource("local", str(Path(text).expanduser()))
+        return "local", str(Path(text).expanduser()), None, "text"
     parts = text[3:].split(":")
     if not hub or len(parts) > 3 or not parts[0]:
         raise ValueError(
@@ -63,7 +53,7 @@ def parse_corpus_source(value: str | os.PathLike[str]) -> CorpusSource:
             "of them (local or gs://BUCKET/path), 'hf:NAME:CONFIG:COLUMN' for a Hub dataset (e.g. "
             "'hf:Salesforce/wikitext:wikitext-2-raw-v1:text'), or 'auto', 'wikitext', 'python-docs', 'offline'.")
     name, config, column = (parts + ["", ""])[:3]  # a Hub id, or a local dataset folder (hf:./data::body)
-    return CorpusSource("hub", name, config or None, column or "text")
+    return "hub", name, config or None, column or "text"
 
 
 def list_text_files(location: str) -> list[str]:
@@ -116,18 +106,18 @@ def load_text_files(location: str, *, max_lines: int | None = None, progress: bo
                   "local", "Your text: read line by line (UTF-8), one training document per line.")
 
 
-def load_hub_dataset(name: str, config: str | None = None, column: str = "text", split: str = "train", *,
+def load_hub_dataset(name: str, config: str | None = None, column: str = "text", *,
                      max_lines: int | None = None) -> Corpus:
-    """A Hugging Face dataset's text column as a corpus (a local dataset folder works too)."""
+    """A Hugging Face dataset's text column (its train split) as a corpus (a local dataset folder works too)."""
     import datasets
 
     if Path(name).exists():  # a local dataset folder: no Hub involved
-        ds = datasets.load_dataset(name, config, split=split)
+        ds = datasets.load_dataset(name, config, split="train")
     else:  # one 5 s probe; offline, the cache only (a cached copy still loads); one clear error (core.hub)
-        with hub_access(f"the dataset {name!r} (config {config or 'default'}, split {split!r})",
+        with hub_access(f"the dataset {name!r} (config {config or 'default'}, split 'train')",
                         "Check the name on huggingface.co/datasets, run once with network access so that datasets "
                         "caches it, or use text files (CORPUS='path/to/folder' or 'gs://BUCKET/path')."):
-            ds = datasets.load_dataset(name, config, split=split, revision=pinned_revision(name))
+            ds = datasets.load_dataset(name, config, split="train", revision=pinned_revision(name))
     if getattr(ds.features.get(column), "dtype", None) not in ("string", "large_string"):
         raise ValueError(f"the dataset {name!r} has no text column {column!r}; its columns: {ds.column_names}. Name "
                          f"the text column: CORPUS='hf:{name}:{config or ''}:COLUMN'.")
@@ -135,5 +125,5 @@ def load_hub_dataset(name: str, config: str | None = None, column: str = "text",
     if max_lines is not None:
         ds = ds.select(range(min(max_lines, len(ds))))
     ds = ds.filter(lambda batch: [t is not None for t in batch["text"]], batched=True, desc="dropping empty rows")
-    return Corpus(ds, f"{name}{':' + config if config else ''} [{split}] column {column!r}", "hub",
+    return Corpus(ds, f"{name}{':' + config if config else ''} [train] column {column!r}", "hub",
                   "A Hugging Face dataset, loaded with datasets.load_dataset.")
