@@ -32,8 +32,8 @@ def build_model(job: dict[str, Any], seed: int):
     return model
 
 
-def train(job: dict[str, Any], strategy, *, steps: int, report_dir: str | None, with_source: bool | None = None) -> dict:
-    """Train `steps` global steps and return this host's evidence; `with_source`: shard names ride along."""
+def train(job: dict[str, Any], strategy, *, steps: int, report_dir: str | None) -> dict:
+    """Train `steps` global steps and return this host's evidence (off a TPU with the shard of every example)."""
     tf = import_tensorflow()
     import tf_keras as keras
 
@@ -42,8 +42,7 @@ def train(job: dict[str, Any], strategy, *, steps: int, report_dir: str | None, 
     resolver = strategy.cluster_resolver
     task = int(resolver.task_id or 0) if resolver is not None and resolver.task_type else 0
     chief = task == 0
-    if with_source is None:
-        with_source = not isinstance(strategy, tf.distribute.TPUStrategy)  # TPUs take no string tensors
+    with_source = not isinstance(strategy, tf.distribute.TPUStrategy)  # TPUs take no string tensors
     files = shard_files(job["shards"], int(job["block_size"]))[0]
     contexts: list[dict] = []
 

@@ -240,9 +240,10 @@ def test_tf_worker_trains_saves_once_and_restores_in_one_process(tmp_path, tf):
 
 
 def test_tf_worker_step_without_shard_names_returns_no_string_tensor(tmp_path, tf):
-    """The TPU path (issue 36, item 6): the step takes and returns no strings (TPUs take none), rehearsed on one CPU
-    replica with with_source=False, the value TPUStrategy gets."""
+    """The TPU path (issue 36, item 6): with with_source=False, what the worker passes under a TPUStrategy, the
+    dataset and the step carry no strings (TPUs take none), rehearsed on one CPU replica."""
     import numpy as np
+    import tf_keras as keras
 
     from tpu_helpers.mlm.lesson_cells import write_shards
     from tpu_helpers.pod import tf_worker
@@ -252,14 +253,18 @@ def test_tf_worker_step_without_shard_names_returns_no_string_tensor(tmp_path, t
     config = {"vocab_size": 60, "hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2,
               "intermediate_size": 32, "max_position_embeddings": 20, "pad_token_id": 1, "bos_token_id": 0,
               "eos_token_id": 2, "type_vocab_size": 1}
-    job = {"shards": str(tmp_path / "shards"), "checkpoint_dir": str(tmp_path / "ckpt"), "block_size": 16,
-           "global_batch": 4, "steps": 2, "learning_rate": 1e-3, "seed": 0, "model_config": config,
+    job = {"shards": str(tmp_path / "shards"), "block_size": 16, "global_batch": 4, "seed": 0, "model_config": config,
            "masking": {"mask_token_id": 4, "vocab_size": 60, "special_ids": [0, 1, 2, 3, 4], "pad_token_id": 1}}
-    report = tf_worker.train(job, tf.distribute.MirroredStrategy(["/cpu:0"]), steps=2, report_dir=None,
-                             with_source=False)
-    assert report["sources"] == {} and report["global_rows_per_step"] == [4, 4]
-    assert all(np.isfinite(report["losses"]))
-    step_inputs = tf_worker.make_dataset_fn(job, sorted(str(p) for p in (tmp_path / "shards").glob("*.tfrecord")),
-                                            with_source=False)
-    spec = step_inputs(tf.distribute.InputContext()).element_spec
+    files = sorted(str(p) for p in (tmp_path / "shards").glob("*.tfrecord"))
+    dataset_fn = lesson_cells.make_dataset_fn(job, files, with_source=False)
+    spec = dataset_fn(tf.distribute.InputContext()).element_spec
     assert all(s.dtype != tf.string for s in spec.values()), spec
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0"])
+    with strategy.scope():
+        model = tf_worker.build_model(job, 0)
+        optimizer = keras.optimizers.Adam(1e-3)
+    step = lesson_cells.make_train_step(strategy, model, optimizer, 4, with_source=False)
+    iterator = iter(strategy.distribute_datasets_from_function(dataset_fn))
+    for _ in range(2):
+        loss, sources, _, total = step(iterator)
+        assert sources == [] and int(total) == 4 and np.isfinite(float(loss))
