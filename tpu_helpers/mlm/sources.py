@@ -56,21 +56,6 @@ def parse_corpus_source(value: str | os.PathLike[str]) -> tuple[str, str, str | 
     return "hub", name, config or None, column or "text"
 
 
-def list_text_files(location: str) -> list[str]:
-    """The ``.txt`` files of a file or folder (local or ``gs://``; a folder is read recursively), sorted."""
-    gfile = import_tensorflow().io.gfile if location.startswith("gs://") else None
-    if not (gfile.exists(location) if gfile else Path(location).exists()):
-        raise ValueError(f"{location} does not exist: check the path (for gs://, tf.io.gfile.glob lists what is there)")
-    if not (gfile.isdir(location) if gfile else Path(location).is_dir()):
-        return [location]
-    walk = gfile.walk(location) if gfile else os.walk(location)
-    texts = sorted(posixpath.join(root, f) for root, _, names in walk for f in names if f.lower().endswith(".txt"))
-    if not texts:
-        raise ValueError(f"no .txt file in {location}: CORPUS reads UTF-8 text files named *.txt, one paragraph or "
-                         "document per line.")
-    return texts
-
-
 def read_text_lines(name: str, *, max_lines: int | None = None) -> list[str]:
     """The lines of one UTF-8 text file (local or ``gs://``); a ValueError naming the line and byte of bad text."""
     with (import_tensorflow().io.gfile.GFile(name, "rb") if name.startswith("gs://") else open(name, "rb")) as f:
@@ -83,19 +68,27 @@ def read_text_lines(name: str, *, max_lines: int | None = None) -> list[str]:
             f"{name}, line {line}, byte {byte}: not UTF-8 ({data[e.start:e.start + 4]!r}; a binary file?). Point "
             f"CORPUS at UTF-8 .txt files, or convert it, e.g. `iconv -f LATIN1 -t UTF-8 {name} > fixed.txt` (use its "
             "real encoding).") from None
-    lines = [line.rstrip("\r") for line in text.split("\n")]
-    lines = (lines[:-1] if lines[-1] == "" else lines)[:max_lines]
+    lines = text.splitlines()[:max_lines]
     if not any(line.strip() for line in lines):
         raise ValueError(f"{name} is empty: remove it from the folder or put text in it.")
     return lines
 
 
 def load_text_files(location: str, *, max_lines: int | None = None, progress: bool = True) -> Corpus:
-    """A corpus from ``.txt`` files (one document or paragraph per line), local or ``gs://``, every file checked."""
+    """A corpus from a ``.txt`` file or a folder's (recursively), local or ``gs://``, one document a line."""
     import datasets
     from tqdm.auto import tqdm
 
-    files = list_text_files(location)
+    gfile = import_tensorflow().io.gfile if location.startswith("gs://") else None
+    if not (gfile.exists(location) if gfile else Path(location).exists()):
+        raise ValueError(f"{location} does not exist: check the path (for gs://, tf.io.gfile.glob lists what is there)")
+    files = [location]
+    if gfile.isdir(location) if gfile else Path(location).is_dir():
+        walk = gfile.walk(location) if gfile else os.walk(location)
+        files = sorted(posixpath.join(root, f) for root, _, names in walk for f in names if f.lower().endswith(".txt"))
+        if not files:
+            raise ValueError(f"no .txt file in {location}: CORPUS reads UTF-8 text files named *.txt, one paragraph "
+                             "or document per line.")
     lines: list[str] = []
     for name in tqdm(files, desc="reading text files", unit="file", disable=not progress or len(files) < 2):
         if max_lines is not None and len(lines) >= max_lines:
