@@ -137,11 +137,8 @@ def test_a_survivor_that_stops_by_itself(tmp_path):
 
 # ------------------------------------------------------------------------------------------ the exercises
 def test_reference_answers_pass():
-    observed = {0: ["train-00000-1.tfrecord", "train-00002-1.tfrecord"], 1: ["train-00001-1.tfrecord",
-                                                                             "train-00003-1.tfrecord"]}
-    result = checks.check_shards_for_host(solutions.shards_for_host, observed)
+    result = checks.check_shards_for_host(solutions.shards_for_host)
     assert result.passed, result.message
-    assert "exactly the shards its batches came from" in result.message
     assert checks.check_slice_layout(solutions.slice_layout).passed
 
 
@@ -171,12 +168,6 @@ def test_contiguous_chunks_unbalanced():
 
 def test_an_empty_share_instead_of_an_error():
     assert failed(checks.check_shards_for_host(lambda s, h, n: sorted(s)[h::n]), "would wait for data forever")
-
-
-def test_answer_that_disagrees_with_the_rehearsal():
-    observed = {0: ["train-00000-1.tfrecord", "train-00001-1.tfrecord"], 1: ["train-00002-1.tfrecord",
-                                                                             "train-00003-1.tfrecord"]}
-    assert failed(checks.check_shards_for_host(solutions.shards_for_host, observed), "in the rehearsal, host 0")
 
 
 def test_slice_layout_mistakes():
