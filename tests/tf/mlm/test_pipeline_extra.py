@@ -73,8 +73,9 @@ def test_compare_pipelines_measures_every_candidate_each_round(tf, shards):
         "per record": lambda: per_record_baseline(out, SPEC, batch_size=16, repeat=True),
         "batched": lambda: make_mlm_dataset(out, SPEC, batch_size=16, repeat=True),
     }, rounds=2, seconds=0.05, warmup_steps=1)
-    assert set(result.values) == {"per record", "batched"} and all(len(v) == 2 for v in result.values.values())
-    assert "batch 16" in result.title and all(x > 0 for v in result.values.values() for x in v)
+    values = {c.name: c.values for c in result.candidates}
+    assert set(values) == {"per record", "batched"} and all(len(v) == 2 for v in values.values())
+    assert "batch 16" in result.title and all(x > 0 for v in values.values() for x in v)
     assert result.baseline == min(result.medians, key=result.medians.get)  # the slowest
     assert "per record" in result.table() and "x vs per record" in result.table("per record")
 
