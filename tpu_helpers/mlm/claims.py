@@ -13,8 +13,6 @@ def unigram_entropy(blocks: np.ndarray, special_ids: Sequence[int]) -> float:
     """Entropy (nats) of the regular tokens' frequencies in `blocks`: the frequency-only loss."""
     ids, counts = np.unique(np.asarray(blocks), return_counts=True)
     keep = ~np.isin(ids, np.asarray(list(special_ids)))
-    if not keep.any():
-        raise ValueError("no regular token in the blocks")
     p = counts[keep] / counts[keep].sum()
     return float(-(p * np.log(p)).sum())
 
@@ -37,11 +35,6 @@ def frequency_only_note(total_steps: int, global_batch: int, block_size: int, *,
             f"the context from {CONTEXT_BLOCKS_MEASURED:,} blocks up, and runs of 32,000 blocks of 128 tokens did not. "
             f"A real result needs MAX_STEPS of at least {steps:,} at this global batch (and EPOCHS high enough), with "
             "short blocks (BLOCK_SIZE 32) on a CPU.")
-
-
-def distinct_top_guesses(results: Sequence[Sequence[dict[str, Any]]]) -> int:
-    """How many different top-1 tokens a fill-mask pipeline gave for a list of prompts."""
-    return len({top[0]["token_str"] for top in results})
 
 
 # the most logits `masked_loss` computes on the host at once: 2**28 float32 values, 1 GiB

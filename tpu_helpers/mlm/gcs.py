@@ -140,8 +140,7 @@ def check_bucket(url: str | os.PathLike[str], *, write: bool = True, runtime: Ru
     """Check that `url` (``gs://bucket/prefix`` or a local folder) is readable and, with `write`, writable."""
     runtime = runtime or detect_runtime()
     url = str(url)
-    if url[:3].lower() == "gs:":
-        split_gcs_path(url)  # a clear error for gs:/x, GS://x, gs:// or a bad bucket name, before anything is created
+    bucket, prefix = split_gcs_path(url) if url[:3].lower() == "gs:" else (None, "")  # gs:/x: an error, first
     url = url.rstrip("/")
     require_gcs_path(url, runtime, what="this location")
     import tensorflow as tf
@@ -152,7 +151,6 @@ def check_bucket(url: str | os.PathLike[str], *, write: bool = True, runtime: Ru
             raise RuntimeError(f"the local folder {url} is not writable: choose another folder")
         return BucketCheck(url, None, "not needed (local folder)", write, False)
 
-    bucket, prefix = split_gcs_path(url)
     emulated = using_emulator()
     why = None if emulated else _gcs_unreachable(os.environ)
     if why:

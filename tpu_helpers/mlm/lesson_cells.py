@@ -522,12 +522,21 @@ def show_masked_example(batch, tokenizer, *, row=0, max_tokens=48):
     return " ".join(words).replace("▁", "")
 
 
-# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 35: build_model
+# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 35: MaskedAccuracy, build_model
 import tensorflow as tf
 import tf_keras as keras  # transformers' TensorFlow models are tf-keras (Keras 2) models
 from transformers import TFAutoModelForMaskedLM, create_optimizer
 
-from tpu_helpers.mlm.training import masked_accuracy_metric
+
+class MaskedAccuracy(keras.metrics.SparseCategoricalAccuracy):
+    """Accuracy over the labelled positions only: a position labelled -100 weighs 0 (0.0 when none is labelled)."""
+
+    def __init__(self, name="masked_accuracy", **kwargs):
+        super().__init__(name=name, **kwargs)
+
+    def update_state(self, y_true, y_pred, sample_weight=None):
+        weights = tf.cast(tf.not_equal(y_true, -100), tf.float32)
+        return super().update_state(tf.maximum(y_true, 0), y_pred, sample_weight=weights)
 
 
 def build_model(strategy, config, *, learning_rate, total_steps, warmup_steps, steps_per_execution, jit_compile,
@@ -539,7 +548,7 @@ def build_model(strategy, config, *, learning_rate, total_steps, warmup_steps, s
         model(model.dummy_inputs, training=False)  # build every weight now (the seed does the same)
         optimizer, _ = create_optimizer(init_lr=learning_rate, num_train_steps=total_steps,
                                         num_warmup_steps=warmup_steps, weight_decay_rate=1e-3)
-        model.compile(optimizer=optimizer, metrics=[masked_accuracy_metric(), "accuracy"],  # no loss=: the model's
+        model.compile(optimizer=optimizer, metrics=[MaskedAccuracy(), "accuracy"],  # no loss=: the model's
                       steps_per_execution=steps_per_execution, jit_compile=jit_compile)
     return model
 

@@ -4,28 +4,21 @@ from __future__ import annotations
 import hashlib
 import os
 import posixpath
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from tpu_helpers.core.frameworks import import_tensorflow
 from tpu_helpers.mlm.lesson_cells import MANIFEST_NAME, read_manifest
 
 
-@dataclass
-class VerifyReport:
+class VerifyReport(NamedTuple):
     """The shards that verified, and one line per problem found."""
 
-    shard_dir: str
     ok: list[str]
     problems: list[str]
-    total_records: int
 
     @property
     def all_ok(self) -> bool:
         return not self.problems
-
-    def __str__(self) -> str:
-        state = "all verified" if self.all_ok else f"{len(self.problems)} problem(s)"
-        return f"{len(self.ok)} shards, {self.total_records:,} records in {self.shard_dir}: {state}"
 
 
 def verify_shards(shard_dir: str | os.PathLike[str]) -> VerifyReport:
@@ -52,4 +45,4 @@ def verify_shards(shard_dir: str | os.PathLike[str]) -> VerifyReport:
             problems.append(f"{info.name}: sha256 differs from the manifest")
         else:
             ok.append(info.name)
-    return VerifyReport(shard_dir, ok, problems, manifest.total_records)
+    return VerifyReport(ok, problems)

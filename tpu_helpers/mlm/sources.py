@@ -35,27 +35,17 @@ class Corpus:
         return f"corpus: {self.name} ({self.source}): {self.lines:,} lines. {self.description}"
 
 
-@dataclasses.dataclass(frozen=True)
-class CorpusSource:
-    """What a ``CORPUS`` value means: `kind` is "builtin", "local", "gcs" or "hub"."""
-
-    kind: str
-    location: str
-    config: str | None = None
-    column: str = "text"
-
-
-def parse_corpus_source(value: str | os.PathLike[str]) -> CorpusSource:
-    """Read a ``CORPUS`` value (a built-in name, text files, ``hf:NAME:CONFIG:COLUMN``); else a clear error."""
+def parse_corpus_source(value: str | os.PathLike[str]) -> tuple[str, str, str | None, str]:
+    """A ``CORPUS`` value as (kind: builtin, local, gcs or hub; location; Hub config; column); else a clear error."""
     text = str(value).strip()
     if text.lower() in BUILTIN:
-        return CorpusSource("builtin", text.lower())
+        return "builtin", text.lower(), None, "text"
     if text[:3].lower() == "gs:":
         split_gcs_path(text)  # ValueError for gs:/x, GS://x or a bad bucket name
-        return CorpusSource("gcs", text.rstrip("/"))
+        return "gcs", text.rstrip("/"), None, "text"
     hub = text.lower().startswith("hf:")
     if not hub and Path(text).expanduser().exists():
-        return CorpusSource("local", str(Path(text).expanduser()))
+        return "local", str(Path(text).expanduser()), None, "text"
     parts = text[3:].split(":")
     if not hub or len(parts) > 3 or not parts[0]:
         raise ValueError(
@@ -63,22 +53,7 @@ def parse_corpus_source(value: str | os.PathLike[str]) -> CorpusSource:
             "of them (local or gs://BUCKET/path), 'hf:NAME:CONFIG:COLUMN' for a Hub dataset (e.g. "
             "'hf:Salesforce/wikitext:wikitext-2-raw-v1:text'), or 'auto', 'wikitext', 'python-docs', 'offline'.")
     name, config, column = (parts + ["", ""])[:3]  # a Hub id, or a local dataset folder (hf:./data::body)
-    return CorpusSource("hub", name, config or None, column or "text")
-
-
-def list_text_files(location: str) -> list[str]:
-    """The ``.txt`` files of a file or folder (local or ``gs://``; a folder is read recursively), sorted."""
-    gfile = import_tensorflow().io.gfile if location.startswith("gs://") else None
-    if not (gfile.exists(location) if gfile else Path(location).exists()):
-        raise ValueError(f"{location} does not exist: check the path (for gs://, tf.io.gfile.glob lists what is there)")
-    if not (gfile.isdir(location) if gfile else Path(location).is_dir()):
-        return [location]
-    walk = gfile.walk(location) if gfile else os.walk(location)
-    texts = sorted(posixpath.join(root, f) for root, _, names in walk for f in names if f.lower().endswith(".txt"))
-    if not texts:
-        raise ValueError(f"no .txt file in {location}: CORPUS reads UTF-8 text files named *.txt, one paragraph or "
-                         "document per line.")
-    return texts
+    return "hub", name, config or None, column or "text"
 
 
 def read_text_lines(name: str, *, max_lines: int | None = None) -> list[str]:
@@ -93,19 +68,27 @@ def read_text_lines(name: str, *, max_lines: int | None = None) -> list[str]:
             f"{name}, line {line}, byte {byte}: not UTF-8 ({data[e.start:e.start + 4]!r}; a binary file?). Point "
             f"CORPUS at UTF-8 .txt files, or convert it, e.g. `iconv -f LATIN1 -t UTF-8 {name} > fixed.txt` (use its "
             "real encoding).") from None
-    lines = [line.rstrip("\r") for line in text.split("\n")]
-    lines = (lines[:-1] if lines[-1] == "" else lines)[:max_lines]
+    lines = text.splitlines()[:max_lines]
     if not any(line.strip() for line in lines):
         raise ValueError(f"{name} is empty: remove it from the folder or put text in it.")
     return lines
 
 
 def load_text_files(location: str, *, max_lines: int | None = None, progress: bool = True) -> Corpus:
-    """A corpus from ``.txt`` files (one document or paragraph per line), local or ``gs://``, every file checked."""
+    """A corpus from a ``.txt`` file or a folder's (recursively), local or ``gs://``, one document a line."""
     import datasets
     from tqdm.auto import tqdm
 
-    files = list_text_files(location)
+    gfile = import_tensorflow().io.gfile if location.startswith("gs://") else None
+    if not (gfile.exists(location) if gfile else Path(location).exists()):
+        raise ValueError(f"{location} does not exist: check the path (for gs://, tf.io.gfile.glob lists what is there)")
+    files = [location]
+    if gfile.isdir(location) if gfile else Path(location).is_dir():
+        walk = gfile.walk(location) if gfile else os.walk(location)
+        files = sorted(posixpath.join(root, f) for root, _, names in walk for f in names if f.lower().endswith(".txt"))
+        if not files:
+            raise ValueError(f"no .txt file in {location}: CORPUS reads UTF-8 text files named *.txt, one paragraph "
+                             "or document per line.")
     lines: list[str] = []
     for name in tqdm(files, desc="reading text files", unit="file", disable=not progress or len(files) < 2):
         if max_lines is not None and len(lines) >= max_lines:
@@ -116,18 +99,18 @@ def load_text_files(location: str, *, max_lines: int | None = None, progress: bo
                   "local", "Your text: read line by line (UTF-8), one training document per line.")
 
 
-def load_hub_dataset(name: str, config: str | None = None, column: str = "text", split: str = "train", *,
+def load_hub_dataset(name: str, config: str | None = None, column: str = "text", *,
                      max_lines: int | None = None) -> Corpus:
-    """A Hugging Face dataset's text column as a corpus (a local dataset folder works too)."""
+    """A Hugging Face dataset's text column (its train split) as a corpus (a local dataset folder works too)."""
     import datasets
 
     if Path(name).exists():  # a local dataset folder: no Hub involved
-        ds = datasets.load_dataset(name, config, split=split)
+        ds = datasets.load_dataset(name, config, split="train")
     else:  # one 5 s probe; offline, the cache only (a cached copy still loads); one clear error (core.hub)
-        with hub_access(f"the dataset {name!r} (config {config or 'default'}, split {split!r})",
+        with hub_access(f"the dataset {name!r} (config {config or 'default'}, split 'train')",
                         "Check the name on huggingface.co/datasets, run once with network access so that datasets "
                         "caches it, or use text files (CORPUS='path/to/folder' or 'gs://BUCKET/path')."):
-            ds = datasets.load_dataset(name, config, split=split, revision=pinned_revision(name))
+            ds = datasets.load_dataset(name, config, split="train", revision=pinned_revision(name))
     if getattr(ds.features.get(column), "dtype", None) not in ("string", "large_string"):
         raise ValueError(f"the dataset {name!r} has no text column {column!r}; its columns: {ds.column_names}. Name "
                          f"the text column: CORPUS='hf:{name}:{config or ''}:COLUMN'.")
@@ -135,5 +118,5 @@ def load_hub_dataset(name: str, config: str | None = None, column: str = "text",
     if max_lines is not None:
         ds = ds.select(range(min(max_lines, len(ds))))
     ds = ds.filter(lambda batch: [t is not None for t in batch["text"]], batched=True, desc="dropping empty rows")
-    return Corpus(ds, f"{name}{':' + config if config else ''} [{split}] column {column!r}", "hub",
+    return Corpus(ds, f"{name}{':' + config if config else ''} [train] column {column!r}", "hub",
                   "A Hugging Face dataset, loaded with datasets.load_dataset.")

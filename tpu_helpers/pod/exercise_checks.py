@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import random
-from typing import Callable, Mapping, Sequence
+from typing import Callable
 
 from tpu_helpers.core.exercises import CheckResult, answer_for, call_answer, run_check, short
 from tpu_helpers.pod.slices import slice_layout as reference_layout
@@ -27,9 +27,8 @@ def _refuses(fn: Callable, arg, what: str, otherwise: str) -> None:
     raise AssertionError(otherwise.format(got=short(got)))
 
 
-def check_shards_for_host(shards_for_host: Callable, observed: Mapping[int, Sequence[str]] | None = None,
-                          shards: Sequence[str] | None = None) -> CheckResult:
-    """Each shard read by one host, balanced, in any listing order; too few shards refused; `observed` agrees."""
+def check_shards_for_host(shards_for_host: Callable) -> CheckResult:
+    """Each shard read by one host, balanced, in any listing order; too few shards refused."""
     def body() -> str:
         rng = random.Random(8)
         for count, hosts in ((8, 2), (7, 2), (16, 4), (5, 4), (4, 4), (3, 1)):
@@ -44,14 +43,7 @@ def check_shards_for_host(shards_for_host: Callable, observed: Mapping[int, Sequ
                 "be read, and the shares differ by at most one, or one host's input runs dry first")
         _refuses(shards_for_host, (_names(3), 3, 4), "3 shards for 4 hosts", "3 shards for 4 hosts: host 3 got {got} "
                  "and would wait for data forever; raise ValueError saying that every host needs at least one shard")
-        names = sorted(shards or [s for share in (observed or {}).values() for s in share])
-        for host, seen in sorted((observed or {}).items()):
-            expected = sorted(s.rsplit("/", 1)[-1] for s in shards_for_host(names, host, len(observed)))
-            assert sorted(seen) == expected, (f"in the rehearsal, host {host}'s batches came from {sorted(seen)}; "
-                                              f"your answer gives it {expected}")
-        return ("every shard read by exactly one host, balanced, whatever the listing order"
-                + (f"; it gives each rehearsal host exactly the shards its batches came from ({len(observed)} hosts)"
-                   if observed else ""))
+        return "every shard read by exactly one host, balanced, whatever the listing order; too few shards refused"
 
     return run_check(body)
 

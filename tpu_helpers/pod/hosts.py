@@ -1,6 +1,7 @@
 """Notebook 08's rehearsal of a multi-host slice: `run_hosts` runs one process group per "host" on 127.0.0.1."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -46,7 +47,6 @@ class HostRun:
     """One host's process: its exit status, how long it ran, its log, and whether the run killed it."""
 
     name: str
-    command: list[str]
     log: Path
     returncode: int | None = None
     seconds: float = 0.0
@@ -61,8 +61,7 @@ class HostRun:
         return "\n".join(self.output().rstrip().splitlines()[-lines:])
 
     def __str__(self) -> str:
-        state = "killed" if self.killed else f"exit {self.returncode}"
-        return f"{self.name}: {state} after {self.seconds:.1f} s"
+        return f"{self.name}: {'killed' if self.killed else f'exit {self.returncode}'} after {self.seconds:.1f} s"
 
 
 def free_ports(count: int) -> list[int]:
@@ -76,8 +75,6 @@ def free_ports(count: int) -> list[int]:
 
 def tf_config(ports: Sequence[int], index: int) -> str:
     """``TF_CONFIG`` for worker `index` of a cluster on 127.0.0.1 (worker 0 is the chief)."""
-    if not 0 <= index < len(ports):
-        raise ValueError(f"worker {index} of {len(ports)}: the index must be in 0..{len(ports) - 1}")
     return json.dumps({"cluster": {"worker": [f"127.0.0.1:{p}" for p in ports]},
                        "task": {"type": "worker", "index": index}})
 
@@ -106,35 +103,28 @@ def _kill_group(proc: subprocess.Popen) -> None:
             parents[int(entry.parent.name)] = int(entry.read_text().rsplit(")", 1)[1].split()[1])
         except OSError:  # the process ended meanwhile
             continue
-    pids, todo = [proc.pid], [proc.pid]
-    while todo:
-        pid = todo.pop()
-        kids = [p for p, parent in parents.items() if parent == pid]
-        pids += kids
-        todo += kids
+    pids = [proc.pid]
+    for pid in pids:  # the list grows as the loop runs: every descendant
+        pids += [p for p, parent in parents.items() if parent == pid]
     for pid, kill in [(proc.pid, os.killpg)] + [(pid, os.kill) for pid in pids[1:]]:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
 
 def run_hosts(commands: Sequence[Sequence[str]], envs: Sequence[Mapping[str, str]], *, log_dir: str | os.PathLike,
               timeout_s: float, kill: KillPlan | None = None, after_kill_s: float = 90.0) -> list[HostRun]:
     """One process group per host; after a kill or failure the others get `after_kill_s`, then are marked ``hung``."""
-    if len(commands) != len(envs):
-        raise ValueError("one environment per command")
     log_dir = Path(log_dir)
     log_dir.mkdir(parents=True, exist_ok=True)
-    runs = [HostRun(f"host {i}", list(cmd), log_dir / f"host-{i}.log") for i, cmd in enumerate(commands)]
+    runs = [HostRun(f"host {i}", log_dir / f"host-{i}.log") for i in range(len(commands))]
     procs: list[subprocess.Popen] = []
     start = time.monotonic()
     ended_at: float | None = None  # when a host was killed, or first failed by itself
     pattern = re.compile(kill.after) if kill else None
     try:
-        for run, env in zip(runs, envs):
+        for run, command, env in zip(runs, commands, envs):
             with open(run.log, "wb") as log:
-                procs.append(subprocess.Popen(run.command, env=dict(env), stdout=log, stderr=subprocess.STDOUT,
+                procs.append(subprocess.Popen(list(command), env=dict(env), stdout=log, stderr=subprocess.STDOUT,
                                               stdin=subprocess.DEVNULL, start_new_session=True))
         while True:
             now = time.monotonic()

@@ -8,8 +8,6 @@ T = TypeVar("T")
 
 def shards_for_pipeline(shards: Sequence[T], pipeline_id: int, num_pipelines: int) -> list[T]:
     """Every `num_pipelines`-th shard of the sorted list from `pipeline_id` on; a ValueError if one gets none."""
-    if num_pipelines < 1 or not 0 <= pipeline_id < num_pipelines:
-        raise ValueError(f"pipeline {pipeline_id} of {num_pipelines}: the id must be in 0..{num_pipelines - 1}")
     if len(shards) < num_pipelines:
         raise ValueError(f"{len(shards)} shards for {num_pipelines} input pipelines (one per host): every host "
                          f"needs at least one shard; write the data in at least {num_pipelines} shards (a "

@@ -27,7 +27,6 @@ SOURCES = {
 @dataclass(frozen=True)
 class SliceLayout:
     accelerator_type: str
-    generation: str
     chips: int
     workers: int  # TPU VMs: the hosts that each run the program and feed their own chips
     replicas: int  # data-parallel replicas (devices) in the whole slice
@@ -49,7 +48,7 @@ class SliceLayout:
 def slice_layout(accelerator_type: str) -> SliceLayout:
     """Chips, workers and replicas of a slice name (``v5litepod-16``, ``v4-16``, ``v3-32``), by `core.runtime`'s rules."""
     generation, chips, _cores = parse_accelerator_type(accelerator_type)
-    return SliceLayout(str(accelerator_type), generation, chips, slice_hosts(generation, chips),
+    return SliceLayout(str(accelerator_type), chips, slice_hosts(generation, chips),
                        chips * _DEVICES_PER_CHIP[generation], SOURCES.get(generation, SOURCES["architecture"]))
 
 

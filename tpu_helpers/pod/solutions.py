@@ -1,14 +1,7 @@
 """Reference answers for notebook 08's exercises (from one TPU host to a pod slice). Try first, then read."""
 from __future__ import annotations
 
-
-def shards_for_host(shards, host, hosts):
-    """Every `hosts`-th shard of the *sorted* list (the hosts must agree on the order) from this host's index on."""
-    if not 0 <= host < hosts:
-        raise ValueError(f"host {host} of {hosts}: the index must be in 0..{hosts - 1}")
-    if len(shards) < hosts:
-        raise ValueError(f"{len(shards)} shards for {hosts} hosts: every host needs at least one shard")
-    return sorted(shards)[host::hosts]
+from tpu_helpers.pod.sharding import shards_for_pipeline as shards_for_host  # noqa: F401 (the workers' own rule)
 
 
 def slice_layout(accelerator_type):

@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import tempfile
+from collections import Counter
 from typing import Any, Sequence
 
 from tpu_helpers.core import digests
@@ -31,26 +32,24 @@ def build_model(job: dict[str, Any], seed: int):
     return model
 
 
-def train(job: dict[str, Any], strategy, *, steps: int, report_dir: str | None, with_source: bool | None = None) -> dict:
-    """Train `steps` global steps and return this host's evidence; `with_source`: shard names ride along."""
+def train(job: dict[str, Any], strategy, *, steps: int, report_dir: str | None) -> dict:
+    """Train `steps` global steps and return this host's evidence (off a TPU with the shard of every example)."""
     tf = import_tensorflow()
     import tf_keras as keras
+
+    from tpu_helpers.mlm.lesson_cells import shard_files  # notebook 04's cell: complete, the job's block size
 
     resolver = strategy.cluster_resolver
     task = int(resolver.task_id or 0) if resolver is not None and resolver.task_type else 0
     chief = task == 0
-    if with_source is None:
-        with_source = not isinstance(strategy, tf.distribute.TPUStrategy)  # TPUs take no string tensors
-    shard_files = sorted(tf.io.gfile.glob(f"{job['shards']}/*.tfrecord"))
-    if not shard_files:
-        raise SystemExit(f"no .tfrecord shards in {job['shards']}: write them first (notebook 08, section 3)")
+    with_source = not isinstance(strategy, tf.distribute.TPUStrategy)  # TPUs take no string tensors
+    files = shard_files(job["shards"], int(job["block_size"]))[0]
     contexts: list[dict] = []
 
     def dataset_fn(ctx):  # what TensorFlow tells each input pipeline, kept as evidence
         contexts.append({"input_pipeline_id": ctx.input_pipeline_id, "num_input_pipelines": ctx.num_input_pipelines,
-                         "num_replicas_in_sync": ctx.num_replicas_in_sync,
                          "per_replica_batch": ctx.get_per_replica_batch_size(int(job["global_batch"]))})
-        return make_dataset_fn(job, shard_files, with_source=with_source)(ctx)
+        return make_dataset_fn(job, files, with_source=with_source)(ctx)
 
     dist = strategy.distribute_datasets_from_function(dataset_fn)
     with strategy.scope():
@@ -58,18 +57,15 @@ def train(job: dict[str, Any], strategy, *, steps: int, report_dir: str | None, 
         optimizer = keras.optimizers.Adam(float(job["learning_rate"]))
     train_step = make_train_step(strategy, model, optimizer, int(job["global_batch"]), with_source=with_source)
     iterator = iter(dist)
-    rows_per_step, global_rows, losses, sources = [], [], [], {}
+    rows_per_step, global_rows, losses, sources = [], [], [], Counter()
     for step in range(1, steps + 1):
         loss, srcs, rows, total = train_step(iterator)
-        local_rows = [int(r) for r in strategy.experimental_local_results(rows)]
-        for s in (strategy.experimental_local_results(srcs[0]) if srcs else ()):  # (a TPU run carries no names)
-            for name in s.numpy().tolist():
-                key = name.decode().rsplit("/", 1)[-1]
-                sources[key] = sources.get(key, 0) + 1
-        rows_per_step.append(local_rows)
+        rows_per_step.append(sum(int(r) for r in strategy.experimental_local_results(rows)))  # this host's rows
+        sources.update(name.decode().rsplit("/", 1)[-1] for s in  # the shards they came from (a TPU run: none)
+                       (strategy.experimental_local_results(srcs[0]) if srcs else ()) for name in s.numpy().tolist())
         global_rows.append(int(total))
         losses.append(float(loss))
-        print(f"host {task}: step {step}/{steps} loss {float(loss):.4f}, {sum(local_rows)} rows here, "
+        print(f"host {task}: step {step}/{steps} loss {float(loss):.4f}, {rows_per_step[-1]} rows here, "
               f"{int(total)} in the global batch", flush=True)
 
     ckpt = tf.train.Checkpoint(model=model, optimizer=optimizer)
@@ -77,17 +73,14 @@ def train(job: dict[str, Any], strategy, *, steps: int, report_dir: str | None, 
     saved = ckpt.write(f"{job['checkpoint_dir']}/ckpt" if chief else os.path.join(own, "ckpt"))
     if own:
         shutil.rmtree(own)  # its own folder: only the chief's checkpoint is kept
-    log_path = None
-    if chief and job.get("log"):  # one writer for the run's log too: the chief, next to the checkpoint in gs://
-        log_path = job["log"]
+    log_path = job.get("log") if chief else None
+    if log_path:  # one writer for the run's log too: the chief, next to the checkpoint in gs://
         tmp = f"{log_path}.partial-{os.getpid()}"
         with tf.io.gfile.GFile(tmp, "w") as f:
-            f.write(json.dumps({"losses": losses, "global_rows_per_step": global_rows, "hosts": len(contexts) and
-                                contexts[0]["num_input_pipelines"], "replicas": strategy.num_replicas_in_sync}))
+            f.write(json.dumps({"losses": losses, "global_rows_per_step": global_rows}))
         tf.io.gfile.rename(tmp, log_path, overwrite=True)  # whole or absent (on GCS: a copy, then a delete)
-    report = {"task": task, "chief": chief, "pid": os.getpid(), "strategy": type(strategy).__name__,
-              "input_contexts": contexts, "replicas_in_sync": strategy.num_replicas_in_sync,
-              "local_replicas": len(strategy.extended.worker_devices), "rows_per_step": rows_per_step,
+    report = {"task": task, "chief": chief, "input_contexts": contexts, "rows_per_step": rows_per_step,
+              "replicas_in_sync": strategy.num_replicas_in_sync, "local_replicas": len(strategy.extended.worker_devices),
               "global_rows_per_step": global_rows, "losses": losses, "sources": sources,
               "weights_digest": weights_digest(model.variables), "checkpoint": saved if chief else None, "log": log_path,
               "discarded_checkpoint": None if chief else saved}

@@ -7,19 +7,8 @@ import os
 from typing import Sequence
 
 from tpu_helpers.core.files import write_json_atomic
+from tpu_helpers.core.frameworks import use_framework
 from tpu_helpers.pod.hosts import lost_host  # one exit status for a lost host, both frameworks
-
-
-def _prepare() -> None:
-    """The CPU path: USE_TORCH_XLA=0 (before accelerate is imported), gloo, one thread."""
-    os.environ.setdefault("USE_TORCH_XLA", "0")
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
-    from tpu_helpers.core.frameworks import use_framework
-
-    use_framework("torch")
-    import torch
-
-    torch.set_num_threads(1)
 
 
 def build(seed: int, per_label: int, max_length: int | None, tokenizer_dir: str | None = None):
@@ -80,9 +69,8 @@ def train_and_save(model, train_ds, eval_ds, config, tokenizer, save: str | None
     state.wait_for_everyone()
     if report:
         write_json_atomic(os.path.join(report, f"rank-{state.process_index}.json"), {
-            "rank": state.process_index, "world_size": state.num_processes,
-            "node_rank": int(os.environ.get("GROUP_RANK", 0)), "local_rank": state.local_process_index,
-            "local_world_size": int(os.environ.get("LOCAL_WORLD_SIZE", 1)), "pid": os.getpid(),
+            "rank": state.process_index, "world_size": state.num_processes, "pid": os.getpid(),
+            "node_rank": int(os.environ.get("GROUP_RANK", 0)), "local_world_size": int(os.environ.get("LOCAL_WORLD_SIZE", 1)),
             "is_main_process": state.is_main_process, "saved": saved, "weights_digest": weights_digest(model),
             "distributed_type": str(state.distributed_type.value),
             "backend": dist.get_backend() if dist.is_initialized() else None})
@@ -104,8 +92,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     from tpu_helpers.core.runtime import detect_runtime
 
     on_tpu = detect_runtime().is_tpu
-    if not on_tpu:
-        _prepare()
+    if not on_tpu:  # the CPU path: USE_TORCH_XLA=0 (before accelerate is imported), gloo, one thread
+        os.environ.setdefault("USE_TORCH_XLA", "0")
+        os.environ.setdefault("OMP_NUM_THREADS", "1")
+        use_framework("torch")
+        import torch
+
+        torch.set_num_threads(1)
     if args.restore:
         print(json.dumps(restore(args.restore)))
         return 0

@@ -59,8 +59,6 @@ def test_offline_corpus_is_generated_text_loaded_with_datasets(corpus, tmp_path)
     assert corpus.lines > 300 and corpus.characters() > 100_000
     words = " ".join(corpus.dataset["text"][:200]).split()
     assert sum(w.lower() in ("the", "a", "an", "in", "on") for w in words) / len(words) > 0.08  # English-like
-    val = load_corpus("offline", "validation", offline_max_chars=150_000, verbose=False)
-    assert 0 < val.lines < corpus.lines and not set(val.dataset["text"]) & set(corpus.dataset["text"][:2000])
 
 
 def test_offline_mode_gives_a_clear_answer(monkeypatch, tmp_path):
@@ -78,8 +76,6 @@ def test_python_docs_corpus_is_the_python_reference_prose_loaded_with_datasets(t
     texts = train.dataset["text"]
     assert any("statement" in t and "executed" in t for t in texts)  # what help("for") says, in words
     assert not any(t.startswith(">>>") for t in texts)  # the interactive examples are left out
-    val = load_corpus("python-docs", "validation", verbose=False)
-    assert 0 < val.lines < train.lines / 20 and not set(val.dataset["text"]) & set(texts)
     assert load_corpus("python-docs", verbose=False).dataset["text"] == texts  # cached, same
 
 
@@ -153,7 +149,7 @@ def test_shards_manifest_verify_and_rerun(chunked, tmp_path):
     assert rep.written == names and rep.manifest.complete and rep.manifest.total_records == 300
     assert sum(records_in_name(n) for n in names) == 300
     report = verify_shards(out)
-    assert report.all_ok and report.ok == names and report.total_records == 300
+    assert report.all_ok and report.ok == names
     again = _write(blocks, out)
     assert again.written == [] and again.skipped == names  # verified shards are not rewritten
     changed = blocks.copy()

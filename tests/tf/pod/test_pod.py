@@ -53,16 +53,12 @@ def test_every_shard_goes_to_exactly_one_pipeline(count, pipelines):
 def test_fewer_shards_than_pipelines_is_a_clear_error():
     with pytest.raises(ValueError, match="every host needs at least one shard"):
         shards_for_pipeline(["a", "b"], 2, 3)
-    with pytest.raises(ValueError, match="the id must be in 0..1"):
-        shards_for_pipeline(["a", "b"], 2, 2)
 
 
 # ------------------------------------------------------------------------------------------ the local hosts
 def test_tf_config_and_torchrun_command():
     config = json.loads(hosts.tf_config([1111, 2222], 1))
     assert config == {"cluster": {"worker": ["127.0.0.1:1111", "127.0.0.1:2222"]}, "task": {"type": "worker", "index": 1}}
-    with pytest.raises(ValueError):
-        hosts.tf_config([1111], 1)
     cmd = hosts.torchrun_command(1, 2, 29500, "pkg.mod", ["--x", "1"])
     assert cmd[1:3] == ["-m", "torch.distributed.run"] and "--node-rank=1" in cmd and "--nnodes=2" in cmd
     assert "--master-addr=127.0.0.1" in cmd and cmd[-4:] == ["--module", "pkg.mod", "--x", "1"]
@@ -141,11 +137,8 @@ def test_a_survivor_that_stops_by_itself(tmp_path):
 
 # ------------------------------------------------------------------------------------------ the exercises
 def test_reference_answers_pass():
-    observed = {0: ["train-00000-1.tfrecord", "train-00002-1.tfrecord"], 1: ["train-00001-1.tfrecord",
-                                                                             "train-00003-1.tfrecord"]}
-    result = checks.check_shards_for_host(solutions.shards_for_host, observed)
+    result = checks.check_shards_for_host(solutions.shards_for_host)
     assert result.passed, result.message
-    assert "exactly the shards its batches came from" in result.message
     assert checks.check_slice_layout(solutions.slice_layout).passed
 
 
@@ -175,12 +168,6 @@ def test_contiguous_chunks_unbalanced():
 
 def test_an_empty_share_instead_of_an_error():
     assert failed(checks.check_shards_for_host(lambda s, h, n: sorted(s)[h::n]), "would wait for data forever")
-
-
-def test_answer_that_disagrees_with_the_rehearsal():
-    observed = {0: ["train-00000-1.tfrecord", "train-00001-1.tfrecord"], 1: ["train-00002-1.tfrecord",
-                                                                             "train-00003-1.tfrecord"]}
-    assert failed(checks.check_shards_for_host(solutions.shards_for_host, observed), "in the rehearsal, host 0")
 
 
 def test_slice_layout_mistakes():
@@ -242,9 +229,10 @@ def test_tf_worker_trains_saves_once_and_restores_in_one_process(tmp_path, tf):
 
 
 def test_tf_worker_step_without_shard_names_returns_no_string_tensor(tmp_path, tf):
-    """The TPU path (issue 36, item 6): the step takes and returns no strings (TPUs take none), rehearsed on one CPU
-    replica with with_source=False, the value TPUStrategy gets."""
+    """The TPU path (issue 36, item 6): with with_source=False, what the worker passes under a TPUStrategy, the
+    dataset and the step carry no strings (TPUs take none), rehearsed on one CPU replica."""
     import numpy as np
+    import tf_keras as keras
 
     from tpu_helpers.mlm.lesson_cells import write_shards
     from tpu_helpers.pod import tf_worker
@@ -254,14 +242,18 @@ def test_tf_worker_step_without_shard_names_returns_no_string_tensor(tmp_path, t
     config = {"vocab_size": 60, "hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2,
               "intermediate_size": 32, "max_position_embeddings": 20, "pad_token_id": 1, "bos_token_id": 0,
               "eos_token_id": 2, "type_vocab_size": 1}
-    job = {"shards": str(tmp_path / "shards"), "checkpoint_dir": str(tmp_path / "ckpt"), "block_size": 16,
-           "global_batch": 4, "steps": 2, "learning_rate": 1e-3, "seed": 0, "model_config": config,
+    job = {"shards": str(tmp_path / "shards"), "block_size": 16, "global_batch": 4, "seed": 0, "model_config": config,
            "masking": {"mask_token_id": 4, "vocab_size": 60, "special_ids": [0, 1, 2, 3, 4], "pad_token_id": 1}}
-    report = tf_worker.train(job, tf.distribute.MirroredStrategy(["/cpu:0"]), steps=2, report_dir=None,
-                             with_source=False)
-    assert report["sources"] == {} and report["global_rows_per_step"] == [4, 4]
-    assert all(np.isfinite(report["losses"]))
-    step_inputs = tf_worker.make_dataset_fn(job, sorted(str(p) for p in (tmp_path / "shards").glob("*.tfrecord")),
-                                            with_source=False)
-    spec = step_inputs(tf.distribute.InputContext()).element_spec
+    files = sorted(str(p) for p in (tmp_path / "shards").glob("*.tfrecord"))
+    dataset_fn = lesson_cells.make_dataset_fn(job, files, with_source=False)
+    spec = dataset_fn(tf.distribute.InputContext()).element_spec
     assert all(s.dtype != tf.string for s in spec.values()), spec
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0"])
+    with strategy.scope():
+        model = tf_worker.build_model(job, 0)
+        optimizer = keras.optimizers.Adam(1e-3)
+    step = lesson_cells.make_train_step(strategy, model, optimizer, 4, with_source=False)
+    iterator = iter(strategy.distribute_datasets_from_function(dataset_fn))
+    for _ in range(2):
+        loss, sources, _, total = step(iterator)
+        assert sources == [] and int(total) == 4 and np.isfinite(float(loss))
