@@ -89,7 +89,7 @@ def check_replicas(strategy: Any, requested: int | None) -> int:
 
 
 def get_strategy(runtime: Runtime | None = None, *, profile: Any = None, tpu: str | None = None,
-                 zone: str | None = None, project: str | None = None, cpu_replicas: int = 1,
+                 zone: str | None = None, project: str | None = None, cpu_replicas: int | None = None,
                  env: Mapping[str, str] | None = None) -> Any:
     """Notebook 03's `make_strategy` for this runtime, a known failure explained; prints one line."""
     from tpu_helpers.tpu_tf.lesson_cells import make_strategy
@@ -102,7 +102,7 @@ def get_strategy(runtime: Runtime | None = None, *, profile: Any = None, tpu: st
                      "choose a TPU runtime (Colab: Runtime > Change runtime type > TPU; Kaggle: Settings > "
                      "Accelerator > TPU VM v5e-8), or name a Cloud TPU (TPU_NAME); or run here with PROFILE='cpu'.")
     try:
-        strategy = make_strategy(target, zone, project, cpu_replicas=cpu_replicas)
+        strategy = make_strategy(target, zone, project, cpu_replicas=cpu_replicas or 1)  # REPLICAS None: one
     except Exception as e:  # noqa: BLE001 - every known failure is explained, others re-raised as they are
         raise explain_tpu_error(e, target, runtime, zone, project) from None
     n = strategy.num_replicas_in_sync
