@@ -181,7 +181,8 @@ def test_prepare_environment_sets_the_plan_and_catches_a_late_use_torch_xla(fake
     import os
 
     for key in ("PJRT_DEVICE", "CPU_NUM_DEVICES", "USE_TORCH_XLA", "OMP_NUM_THREADS"):
-        monkeypatch.delenv(key, raising=False)  # monkeypatch restores them after the test
+        monkeypatch.setenv(key, "")  # registers the undo: an absent key is absent again after the test
+        monkeypatch.delenv(key)
     launch.prepare_environment(plan_launch(CPU, env={}, ipython=None))
     assert (os.environ["PJRT_DEVICE"], os.environ["CPU_NUM_DEVICES"]) == ("CPU", "1")
     processes = plan_launch(CPU, env={}, ipython=None, num_processes=2)
