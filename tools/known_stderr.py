@@ -37,12 +37,12 @@ KNOWN: tuple[Known, ...] = (
           "absl::InitializeLog(), which TensorFlow 2.20's Python never does, and says so before its first line. "
           "TensorFlow 2.20 has no switch for it: TF_CPP_MIN_LOG_LEVEL filters only TensorFlow's own LogMessage "
           "(xla/tsl/platform/default/logging.cc), and with TF_CPP_MIN_LOG_LEVEL=3 both lines still appear (measured)",
-          "nothing to do: notebooks 00, 01 and 03 say what it is where it first appears"),
+          "nothing to do: notebooks 00, 01, 03 and 04 say what it is where it first appears"),
     Known(r"device_compiler\.h:\d+\] Compiled cluster using XLA!",
           'I0000 00:00:1795703542.364779    8334 device_compiler.h:196] Compiled cluster using XLA!  This line is logged at most once for the lifetime of the process.',
           "TensorFlow's one-time information line that XLA compiled a function (jit_compile=True): "
           "LogOnceXlaCompiledFirstCluster in tensorflow/compiler/jit/device_compiler.h, LOG(INFO) once per process",
-          "good news, explained where it first appears (notebooks 00, 01, 03): XLA compiled the function"),
+          "good news, explained where it first appears (notebooks 00, 01, 03, 04): XLA compiled the function"),
     Known(r"^TensorFlow and JAX classes are deprecated and will be removed in Transformers v5",
           'TensorFlow and JAX classes are deprecated and will be removed in Transformers v5. We recommend migrating to PyTorch classes or pinning your version of Transformers.',
           "true and useful: transformers 4.57 still has the TF model classes, version 5 drops them; the TensorFlow "
