@@ -87,6 +87,7 @@ REHEARSALS = {
     "tests/tf/mlm/test_notebook_real_text.py": "notebook 04 at the cpu profile on real text (its context claims)",
     "tests/tf/mlm/test_notebook_replicas.py": "notebook 04 on 8 simulated replicas",
     "tests/tf/ready/test_notebook_on_a_tpu_vm.py": "notebook 00 run whole with a v5e-8 TPU VM's variables",
+    "tests/tf/xla_tf/test_notebooks_without_records.py": "notebooks 01 and 03 where XLA writes no record",
     "tests/tf/tpu_tf/test_strategy.py::test_real_simulated_replicas_on_this_cpu": "TPUStrategy's replicas on CPUs",
     "tests/torch/banking77/test_replicas.py::test_replicas_train_as_one": "notebook 05's training in several processes",
     "tests/torch/trainers/test_replicas.py::test_forked_replicas": "Lightning's replicas forked on the CPU",

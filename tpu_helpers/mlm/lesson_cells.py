@@ -807,9 +807,10 @@ def compare_pipelines(pipelines, *, rounds=3, seconds=1.0, warmup_steps=3, progr
         return int((batch[0] if isinstance(batch, tuple) else batch)["input_ids"].shape[0])
 
     iterators = {name: iter(make()) for name, make in pipelines.items()}
+    batches = sorted({rows(next(it)) for it in iterators.values()})  # each pipeline's batch size, from its first batch
     for it in iterators.values():
         for _ in range(warmup_steps):
-            batch = rows(next(it))
+            next(it)
     values = {name: [] for name in pipelines}
     with tqdm(total=rounds * len(pipelines), desc="measuring pipelines", unit="run", disable=not progress) as bar:
         for _ in range(rounds):
@@ -819,7 +820,8 @@ def compare_pipelines(pipelines, *, rounds=3, seconds=1.0, warmup_steps=3, progr
                     samples += rows(next(it))
                 values[name].append(samples / elapsed)
                 bar.update(1)
-    bench = Benchmark("pipelines", f"input pipelines, batch {batch}, {rounds} rounds of {seconds:g} s each",
+    bench = Benchmark("pipelines", f"input pipelines, batch {'/'.join(map(str, batches))}, {rounds} rounds of "
+                                   f"{seconds:g} s each",
                       [Candidate(name, v, "samples/s") for name, v in values.items()], baseline="")
     bench.baseline = min(bench.medians, key=bench.medians.get)
     return bench

@@ -9,6 +9,7 @@ import statistics
 from pathlib import Path
 from typing import Any, Callable
 
+from tpu_helpers.core.frameworks import XLA_MODULE_RE, import_tensorflow
 from tpu_helpers.core.timing import time_calls
 from tpu_helpers.xla_tf.placement import on_xla_device
 
@@ -75,15 +76,33 @@ class JitFunction:
         return len(self.signatures)
 
     @property
-    def compilations(self) -> int:
-        """XLA programs compiled so far to run this function, counted from XLA's own records (its dump)."""
+    def compilations(self) -> int | None:
+        """XLA programs compiled so far to run this function, from XLA's own records; None where it keeps none here."""
         n = xla_compiled_modules(self.tag)
-        if n == 0 and self.signatures:
+        if n == 0 and self.signatures and not self.unmeasured:
             raise RuntimeError(
                 f"XLA kept no record of compiling {self.tag}, which has run: its records must be switched on before "
                 "TensorFlow compiles anything. Call tpu_helpers.core.frameworks.use_framework('tf') first thing "
                 f"(restart the kernel); XLA_FLAGS is now {os.environ.get('XLA_FLAGS', '(unset)')!r}")
-        return n
+        return None if n == 0 and self.signatures else n
+
+    @property
+    def unmeasured(self) -> str | None:
+        """Why this runtime has no record of this function's compilations (it ran); None where it has one or none is due."""
+        if not self.signatures or xla_compiled_modules(self.tag):
+            return None
+        flags = os.environ.get("XLA_FLAGS", "")
+        folder = re.search(r"--xla_dump_to=(\S+)", flags)
+        if not folder:
+            return None  # the course's records were never switched on: `compilations` says what to do
+        if _compiles_on_tpu():
+            # unverified: under PJRT, libtpu compiles; whether it honours --xla_dump_to, with these names, no TPU showed
+            return (f"TensorFlow compiled it on the TPU, and XLA wrote no record of it to {folder.group(1)}: "
+                    "TensorFlow's TPU build compiles inside libtpu, which may not write XLA's dump files")
+        if f"--xla_dump_hlo_module_re={XLA_MODULE_RE}" not in flags:
+            return (f"your XLA_FLAGS send XLA's records to {folder.group(1)}, and XLA wrote none for this function "
+                    "there (another dump flag of yours filters them out); unset XLA_FLAGS and restart to count them")
+        return None  # the course's own records, on this host: missing is an error (`compilations` raises)
 
     def experimental_get_compiler_ir(self, *args, **kwargs):  # (stage="hlo") or (stage="optimized_hlo"); may trace
         return self.function.experimental_get_compiler_ir(*args, **kwargs)
@@ -94,6 +113,21 @@ class JitFunction:
 
 
 jit = JitFunction  # @jit, or jit(fn, reduce_retracing=True)
+
+
+def _compiles_on_tpu() -> bool:
+    """Whether `on_xla_device` sends the course's XLA calls to a TPU core (TensorFlow is connected to one)."""
+    return bool(import_tensorflow().config.list_logical_devices("TPU"))
+
+
+def recorded(*counted: "JitFunction | CompilationCounter") -> bool:
+    """True where XLA kept records of these functions' compilations; else prints why they are not measured here."""
+    functions = [f for c in counted for f in (c.functions if isinstance(c, CompilationCounter) else (c,))]
+    why = next((w for f in functions if (w := f.unmeasured)), None)
+    if why:
+        names = ", ".join(dict.fromkeys(getattr(f.python_function, "__name__", "?") for f in functions))
+        print(f"n/a   XLA compilations of {names}: not measured on this runtime ({why})")
+    return why is None
 
 
 class CompilationCounter:
@@ -114,17 +148,21 @@ class CompilationCounter:
         """Refresh the differences now (also usable inside the ``with`` block)."""
         self.per_function: dict[str, dict[str, int]] = {}
         for f, start in zip(self.functions, self._start):
-            d = dict(zip(("traces", "compilations", "calls"), (f.traces - start[0], f.compilations - start[1],
-                                                                 f.calls - start[2])))
+            now = f.compilations  # None where this runtime keeps no record (`recorded`)
+            d = dict(zip(("traces", "compilations", "calls"), (
+                f.traces - start[0], None if now is None or start[1] is None else now - start[1], f.calls - start[2])))
             name = getattr(f.python_function, "__name__", repr(f))
             self.per_function[name if name not in self.per_function else f"{name}#{len(self.per_function) + 1}"] = d
-        self.traces, self.compilations, self.calls = (sum(d[k] for d in self.per_function.values())
-                                                      for k in ("traces", "compilations", "calls"))
-        self.cache_hits = max(self.calls - self.compilations, 0)
+        counts = self.per_function.values()
+        self.traces, self.calls = sum(d["traces"] for d in counts), sum(d["calls"] for d in counts)
+        self.compilations = None if any(d["compilations"] is None for d in counts) else sum(
+            d["compilations"] for d in counts)
+        self.cache_hits = None if self.compilations is None else max(self.calls - self.compilations, 0)
         return self
 
     def __str__(self) -> str:
-        return f"compilations={self.compilations} cache_hits={self.cache_hits} traces={self.traces} calls={self.calls}"
+        compilations = "n/a" if self.compilations is None else self.compilations
+        return f"compilations={compilations} cache_hits={self.cache_hits} traces={self.traces} calls={self.calls}"
 
 
 def seconds_per_call(fn: Callable, *args, repeat: int = 20, warmup_steps: int = 2, **kwargs) -> float:

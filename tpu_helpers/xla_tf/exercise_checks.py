@@ -93,9 +93,10 @@ def check_masked_mean(masked_mean: Callable) -> CheckResult:
             assert got.shape == () and np.isclose(got, want, rtol=1e-5), (
                 f"for a batch with {counts[-1]} of {total} positions labelled your loss is {short(got)}, the mean "
                 f"over the labelled positions is {want:.6f}: sum the losses times a 0/1 mask, divide by the mask's sum")
+        compiled_n = ("XLA's compilations not measured on this runtime" if counter.compilations is None
+                      else f"{counter.compilations} XLA compilation")
         return (f"the right mean for {len(batches)} batches with {', '.join(map(str, counts))} labelled positions "
-                f"(0.0 for the empty one), with static shapes only: {counter.compilations} XLA compilation for all "
-                f"{counter.calls} batches")
+                f"(0.0 for the empty one), with static shapes only: {compiled_n} for all {counter.calls} batches")
 
     return run_check(body)
 

@@ -80,6 +80,14 @@ def test_compare_pipelines_measures_every_candidate_each_round(tf, shards):
     assert "per record" in result.table() and "x vs per record" in result.table("per record")
 
 
+def test_compare_pipelines_without_warmup_labels_its_batch(tf, shards):
+    """warmup_steps=0 once raised NameError: the title's batch size came from the warm-up loop's last batch."""
+    out, _ = shards
+    result = compare_pipelines({"batched": lambda: make_mlm_dataset(out, SPEC, batch_size=8, repeat=True)},
+                               rounds=1, seconds=0.05, warmup_steps=0)
+    assert "batch 8," in result.title and len(result.candidates[0].values) == 1
+
+
 def test_masked_accuracy_metric_pools_batches_and_differs_from_plain_accuracy(tf):
     import tf_keras as keras
 

@@ -257,6 +257,52 @@ def test_without_xlas_records_the_count_is_refused_not_guessed():
     assert "CLEAR:" in proc.stdout and "use_framework('tf')" in proc.stdout, proc.stdout + proc.stderr[-1500:]
 
 
+_EMPTY_FOLDER = textwrap.dedent("""
+    import json, os, sys
+    import tensorflow as tf
+    from tpu_helpers.xla_tf import counters
+    f = counters.jit(lambda x: tf.reduce_sum(x * 3.0))
+    with counters.CompilationCounter(f) as c:
+        for n in (5, 6, 5):
+            f(tf.ones((n,)))
+    kept = counters.recorded(c)
+    print(json.dumps({"kept": kept, "compilations": c.compilations, "function": f.compilations, "calls": c.calls,
+                      "text": str(c), "files": os.listdir(sys.argv[1])}))
+""")
+
+
+def test_a_dump_folder_that_stays_empty_is_not_measured_and_the_run_goes_on(tmp_path):
+    """Where XLA writes no record (here: the learner's own dump flags filter every module out), the count is said
+    to be not measured, with the reason, and nothing stops."""
+    dump = tmp_path / "dump"
+    dump.mkdir()
+    env = dict(os.environ, XLA_FLAGS=f"--xla_dump_to={dump} --xla_dump_hlo_module_re=^nothing$",
+               TF_CPP_MIN_LOG_LEVEL="2")
+    proc = subprocess.run([sys.executable, "-c", _EMPTY_FOLDER, str(dump)], env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["files"] == [] and out["calls"] == 3  # the folder stayed empty; every call ran
+    assert out["kept"] is False and out["compilations"] is None and out["function"] is None
+    assert "compilations=n/a" in out["text"]
+    assert "n/a   XLA compilations of <lambda>: not measured on this runtime (your XLA_FLAGS send" in proc.stdout
+
+
+def test_on_a_tpu_a_missing_record_is_not_measured_while_on_this_host_it_is_an_error(tf, monkeypatch, capsys):
+    """The course's own records on this host: a missing one raises (use_framework came too late). Where TensorFlow
+    compiles on a TPU (libtpu, unverified), it is reported as not measured instead."""
+    f = counters.jit(lambda x: x * 2.0)
+    f(tf.ones(3))
+    assert f.compilations == 1 and counters.recorded(f) and capsys.readouterr().out == ""
+    monkeypatch.setattr(f, "tag", f.tag + "elsewhere")  # a program compiled where no record of it is written
+    with pytest.raises(RuntimeError, match="use_framework"):
+        f.compilations
+    monkeypatch.setattr(counters, "_compiles_on_tpu", lambda: True)
+    assert f.compilations is None and "compiled it on the TPU" in f.unmeasured
+    assert not counters.recorded(f) and "not measured on this runtime (TensorFlow compiled it on the TPU" in (
+        capsys.readouterr().out)
+
+
 def test_first_xla_check_traces_once_and_returns_hlo(tf):
     """What notebook 00 shows (moved here from its asserts): one input shape, one trace, an HLO module."""
     from tpu_helpers.core.runtime import detect_runtime
