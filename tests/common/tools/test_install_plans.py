@@ -250,8 +250,9 @@ def test_notebook_00_checks_what_its_plan_installs():
     from tpu_helpers.core import versions
 
     for fw in install_plan.FRAMEWORKS:
+        hosted = install_plan.HOSTED_JAX if fw == "jax" else install_plan.HOSTED_COMMON + install_plan.HOSTED_EXTRA[fw]
         planned = {n.lower().replace("tensorflow-cpu", "tensorflow") for n in install_plan.FRAMEWORK_PINS[fw]
-                   + tuple(install_plan.HOSTED_COMMON) + tuple(install_plan.HOSTED_EXTRA[fw])}
+                   + tuple(hosted)}
         assert planned == set(versions.PLAN_PACKAGES[fw]), fw
     pins = {n.replace("tensorflow-cpu", "tensorflow"): v for n, v in install_plan.read_pins("tf").items()}
     colab = {"tensorflow": "2.20.0", "tf-keras": pins["tf-keras"], "transformers": pins["transformers"],
