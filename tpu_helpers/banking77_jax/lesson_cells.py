@@ -156,7 +156,8 @@ class BertClassifier(nnx.Module):
         self.position_embeddings = nnx.Embed(cfg.max_position_embeddings, h, dtype=dtype, rngs=rngs)
         self.token_type_embeddings = nnx.Embed(cfg.type_vocab_size, h, dtype=dtype, rngs=rngs)
         self.embedding_norm = nnx.LayerNorm(h, epsilon=cfg.layer_norm_eps, dtype=dtype, rngs=rngs)
-        self.layers = nnx.List([BertLayer(cfg, dtype=dtype, rngs=rngs) for _ in range(cfg.num_hidden_layers)])
+        # a list of modules is the model's state: nnx.data says so (flax 0.11 and 0.12 alike)
+        self.layers = nnx.data([BertLayer(cfg, dtype=dtype, rngs=rngs) for _ in range(cfg.num_hidden_layers)])
         self.pooler = nnx.Linear(h, h, dtype=dtype, rngs=rngs)
         self.classifier = nnx.Linear(h, num_labels, dtype=dtype, rngs=rngs)
 
