@@ -85,6 +85,14 @@ def test_install_cell_runs_the_plan_of_its_target(framework, accelerator, host, 
         assert tpu_tf_problems(calls) == []
     elif framework == "tf":
         assert "tensorflow-tpu" not in flat and "libtpu" not in flat
+    elif framework == "jax":  # an image's own JAX and libtpu are never touched; elsewhere jax (jax[tpu] on a TPU)
+        assert "tensorflow" not in flat and "torch" not in flat and "transformers" not in flat
+        have = install_plan.image_snapshot(host, accelerator=accelerator)[1] \
+            if (host, accelerator) in install_plan.SNAPSHOTS else {}
+        if "jax" in have:
+            assert not [a for a in flat.split() if a.split("==")[0] in (*install_plan.JAX_FAMILY, *have)]
+        else:
+            assert f"jax{'[tpu]' if accelerator == 'tpu' else ''}=={install_plan.read_pins('jax')['jax']}" in flat
     else:
         assert "tensorflow" not in flat
         torch_call = next(c for c in calls if any(a.startswith("torch==") for a in c))
