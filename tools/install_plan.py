@@ -66,9 +66,14 @@ Why each TPU plan looks the way it does:
   Colab's TPU image pairs its jax with its own libtpu 0.0.21.1; the plan installs only the packages of
   `HOSTED_JAX` an image lacks, at the course's pins (nothing on Colab; flax, optax, orbax, grain and datasets on
   Kaggle's TPU image) and never touches jax, jaxlib or libtpu there. Kaggle's TPU image pairs jax 0.10.2 with libtpu
-  0.0.17: jaxlib 0.10.2 names no libtpu version it refuses (``jax/_src/xla_bridge.py`` loads whatever ``libtpu``
-  package is installed through the PJRT C API, whose plugin-side version check accepts any minor version of the same
-  major one), so the pairing is Kaggle's own and unverified here. A Cloud TPU VM gets ``jax[tpu]``, whose extra pins
+  0.0.17, older than the libtpu 0.0.42 that ``jax[tpu]==0.10.2`` names. Nothing in jax's Python refuses it
+  (``jax/_src/xla_bridge.py``, ``make_tpu_client``: it loads whatever ``libtpu.so`` the ``libtpu`` package holds as a
+  PJRT plugin, with no version check); the check is XLA's, in jaxlib (``xla/pjrt/pjrt_api.cc``,
+  ``InitializePjrtPlugin``): the plugin's PJRT C API major version must equal jaxlib's and its minor version be at
+  least ``kMinPjRtMinor``, a window of about 12 weeks that XLA moves forward (``ENABLE_PJRT_COMPATIBILITY=0``
+  demands an exact match). Whether libtpu 0.0.17's minor version is still inside jaxlib 0.10.2's window is not
+  decided here (neither number is in a file this repository reads): the pairing is Kaggle's own, **unverified**, and
+  a refusal would read "Plugin PJRT API version ... is older than the minimum supported version". A Cloud TPU VM gets ``jax[tpu]``, whose extra pins
   the libtpu its jaxlib was built with (``./course setup --tpu``); any other runtime gets ``jax`` (the CPU build;
   on a GPU the notebook then runs on the CPU).
 * **The helper package comes from the notebook's own revision** (the tag ``v<version>`` written by
