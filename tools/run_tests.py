@@ -28,7 +28,7 @@
 
 Extra arguments go to every pytest process (``./course test --durations=15`` lists the 15 slowest tests and
 notebook cells). The closing lines add up all groups and compare the command's time with its budget
-(`tools/run_budgets.py`: 12 minutes for ``./course test``, 22 for ``./course rehearse`` on the 2-core machine).
+(`tools/run_budgets.py`: 12 minutes for ``./course test``, 27 for ``./course rehearse`` on the 2-core machine).
 """
 from __future__ import annotations
 
