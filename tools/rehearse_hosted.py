@@ -23,7 +23,8 @@ For each target (`TARGETS`: the image snapshot in ``tools/images/`` and the Pyth
    it concerns a package of the image that the course does not use (outside `install_plan.course_distributions` of
    the plan): the rule by which the install cell calls pip's conflict lines harmless.
 4. **What the lessons need**: TensorFlow builds ``TFAutoModelForMaskedLM.from_config`` through transformers;
-   PyTorch imports torchvision, torchaudio, lightning and ``BertForSequenceClassification``.
+   PyTorch imports torchvision, torchaudio, lightning and ``BertForSequenceClassification``; JAX imports flax, optax,
+   orbax, grain and notebook 09's saved cells.
 5. **The notebooks** (`Target.notebooks`) run at the ``ci`` profile on the CPU in that environment (nbval, each
    alone in an empty folder), with the image's variables but no accelerator: the TPU builds must work off a TPU.
 
@@ -73,11 +74,15 @@ class Target:
 
 
 COLAB = {"COLAB_RELEASE_TAG": "release-colab-rehearsal"}
-# TPU images: notebook 00 (the readiness check) and 03 (TPU access) on TensorFlow's TPU build, 02 on torch_xla's
-TPU_NOTEBOOKS = {"tf": ("00_is_my_runtime_ready", "03_tpu_access_tensorflow"), "torch": ("02_xla_rules_pytorch_xla",)}
-# CPU and GPU images: each framework's XLA rules and training notebooks (07 needs lightning, so torchvision)
+# TPU images: notebook 00 (the readiness check) and 03 (TPU access) on TensorFlow's TPU build, 02 on torch_xla's;
+# JAX: the lessons' imports only (Colab's TPU image has the CPU image's JAX line, which runs notebook 09 below)
+TPU_NOTEBOOKS = {"tf": ("00_is_my_runtime_ready", "03_tpu_access_tensorflow"), "torch": ("02_xla_rules_pytorch_xla",),
+                 "jax": ()}
+# CPU and GPU images: each framework's XLA rules and training notebooks (07 needs lightning, so torchvision); 09 on
+# the image's own JAX (0.7.2, flax 0.11.2: the install cell keeps them)
 CPU_NOTEBOOKS = {"tf": ("01_xla_rules_tensorflow", "04_mlm_from_scratch_tensorflow"),
-                 "torch": ("02_xla_rules_pytorch_xla", "05_banking77_accelerate", "07_trainers_lightning_hf")}
+                 "torch": ("02_xla_rules_pytorch_xla", "05_banking77_accelerate", "07_trainers_lightning_hf"),
+                 "jax": ("09_banking77_jax_flax",)}
 TARGETS = {
     # Colab sets COLAB_RELEASE_TAG in every runtime, TPU_ACCELERATOR_TYPE on a TPU VM (v5e-1: v5litepod-1) and
     # COLAB_GPU on a GPU runtime
@@ -85,7 +90,7 @@ TARGETS = {
     "colab-cpu": Target("colab-cpu", "colab", "cpu", COLAB, {}, CPU_NOTEBOOKS),
     # No notebooks on the GPU image: with no GPU here its install cell leaves the CPU image's course packages, at the
     # same versions, on the same CPU (its own lines are the CUDA libraries and TensorFlow's [and-cuda] extra)
-    "colab-gpu": Target("colab-gpu", "colab", "gpu", COLAB, {"COLAB_GPU": "1"}, {"tf": (), "torch": ()}),
+    "colab-gpu": Target("colab-gpu", "colab", "gpu", COLAB, {"COLAB_GPU": "1"}, {"tf": (), "torch": (), "jax": ()}),
     # Kaggle's TPU Dockerfile sets ISTPUVM and TPU_PROCESS_ADDRESSES; its kernels carry KAGGLE_KERNEL_RUN_TYPE
     "kaggle-tpu": Target("kaggle-tpu", "kaggle", "tpu", {"KAGGLE_KERNEL_RUN_TYPE": "Interactive", "ISTPUVM": "1",
                                                          "TPU_PROCESS_ADDRESSES": "local"},
@@ -93,7 +98,7 @@ TARGETS = {
 }
 # PyTorch's CPU index is out of CI's reach: PyPI's build of the same versions stands in for it
 TORCH_CPU_INDEX_STANDIN = "https://pypi.org/simple"
-INSTALL_CELL_FROM = {"tf": "00_is_my_runtime_ready", "torch": "02_xla_rules_pytorch_xla"}
+INSTALL_CELL_FROM = {"tf": "00_is_my_runtime_ready", "torch": "02_xla_rules_pytorch_xla", "jax": "09_banking77_jax_flax"}
 # pip check lines the course accepts, each with its reason
 ALLOWED_PIP_CHECK = {
     r"tf-keras [0-9.]+ requires tensorflow, which is not installed\.":
@@ -112,6 +117,10 @@ LESSON_CHECKS = {
               "import torchvision, torchaudio, lightning; from transformers import BertForSequenceClassification; "
               "print('torchvision', torchvision.__version__, 'torchaudio', torchaudio.__version__, "
               "'lightning', lightning.__version__, BertForSequenceClassification.__name__)"),
+    "jax": ("from tpu_helpers.core.frameworks import use_framework; use_framework('jax'); "
+            "import jax, flax, optax, orbax.checkpoint, grain, tokenizers, safetensors; "
+            "from tpu_helpers.banking77_jax import lesson_cells; "
+            "print('jax', jax.__version__, 'flax', flax.__version__, 'grain imported', grain.__name__)"),
 }
 VERSIONS_SHOWN = ("tensorflow", "tensorflow-tpu", "tensorflow-cpu", "keras", "tf-keras", "torch", "torch-xla",
                   "torchvision", "torchaudio", "libtpu", "jax", "transformers", "tokenizers", "huggingface-hub", "datasets",
@@ -287,7 +296,8 @@ def build_wheel(folder: Path) -> Path:
     """The tpu-course wheel of this checkout (what ./course installs), into `folder`."""
     src = folder / "src"
     src.mkdir(parents=True)
-    for name in ("pyproject.toml", "README.md", "requirements-common.txt", "requirements-tf.txt", "requirements-torch.txt"):
+    for name in ("pyproject.toml", "README.md", "requirements-common.txt", "requirements-tf.txt", "requirements-torch.txt",
+                 "requirements-jax.txt"):
         shutil.copy2(ROOT / name, src / name)
     shutil.copytree(ROOT / "tpu_helpers", src / "tpu_helpers", ignore=shutil.ignore_patterns("__pycache__"))
     _run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(folder / "wheel"), str(src)],

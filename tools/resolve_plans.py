@@ -65,6 +65,10 @@ def targets(wheel: str | None = None) -> list[tuple[str, str | None, list[list[s
                 calls = plans[install_plan.plan_key(plans, accelerator, image, python)]
                 if wheel:
                     calls = [[wheel if a == helper else a for a in c] for c in calls]
+                kept = install_plan.image_snapshot(image, accelerator=accelerator)[1] \
+                    if framework == "jax" and (image, accelerator) in install_plan.SNAPSHOTS else {}
+                if "jax" in kept:  # the plan keeps the image's JAX: resolve the rest against it, as pip will there
+                    calls = [*calls, ["install", *(f"{n}=={kept[n]}" for n in install_plan.JAX_FAMILY if n in kept)]]
                 out.append((f"{image.capitalize()} {accelerator.upper()} (Python {python}) x {framework}", python,
                             calls))
     for framework in install_plan.FRAMEWORKS:

@@ -9,8 +9,9 @@
 * **One framework per process, each in its own environment.** TensorFlow and torch_xla abort a process that imports
   both, and each has its own pinned environment (``./course``: ``TPU_COURSE_PYTHON_TF`` / ``TPU_COURSE_PYTHON_TORCH``).
   ``tests/common`` (no framework) and ``tests/tf`` run in the TensorFlow environment's pytest, ``tests/torch`` in the
-  PyTorch/XLA one's, as separate processes; the notebooks in two nbval processes, each notebook with the pytest of
-  the environment its kernel names (``tpu-course-tf`` or ``tpu-course-torch`` in its metadata). Each folder's
+  PyTorch/XLA one's, ``tests/jax`` in the JAX one's, as separate processes; the notebooks in one nbval process per
+  framework, each notebook with the pytest of the environment its kernel names (``tpu-course-tf``,
+  ``tpu-course-torch`` or ``tpu-course-jax`` in its metadata). Each folder's
   conftest declares its framework, so a test importing the other one fails with a message instead of aborting.
 * **Unit tests or rehearsals.** ``tests/conftest.py`` lists the rehearsals (``REHEARSALS``: whole notebooks rerun,
   several replicas or hosts, the hosted images) and marks them ``rehearsal``; ``./course test`` deselects them
@@ -27,7 +28,7 @@
 
 Extra arguments go to every pytest process (``./course test --durations=15`` lists the 15 slowest tests and
 notebook cells). The closing lines add up all groups and compare the command's time with its budget
-(`tools/run_budgets.py`: 12 minutes for ``./course test``, 22 for ``./course rehearse`` on the 2-core machine).
+(`tools/run_budgets.py`: 12 minutes for ``./course test``, 27 for ``./course rehearse`` on the 2-core machine).
 """
 from __future__ import annotations
 
@@ -52,7 +53,7 @@ NBVAL = ["--nbval-lax", "--nbval-current-env", "--nbval-cell-timeout=1500",
 
 
 def env_python(framework: str) -> str:
-    """The interpreter of a framework's environment ("tf", "torch"): what ``./course`` exported, else this one."""
+    """The interpreter of a framework's environment ("tf", "torch", "jax"): what ``./course`` exported, else this one."""
     return os.environ.get(f"TPU_COURSE_PYTHON_{framework.upper()}") or sys.executable
 
 
@@ -65,23 +66,25 @@ def pytest_command(framework: str = "tf") -> list[str]:
 
 
 FOLDERS = {"common": "framework-free unit tests", "tf": "TensorFlow unit tests", "torch": "PyTorch/XLA unit tests",
+           "jax": "JAX unit tests",
            "hosted": "hosted runtimes rehearsed (Colab TPU/CPU/GPU, Kaggle TPU: tools/rehearse_hosted.py)"}
-ENVIRONMENT = {"common": "tf", "tf": "tf", "torch": "torch", "hosted": "tf"}  # which environment runs each folder
+ENVIRONMENT = {"common": "tf", "tf": "tf", "torch": "torch", "jax": "jax", "hosted": "tf"}  # which environment runs each folder
 LINT_PATHS = ["tpu_helpers", "tests", "tools", "benchmarks", "notebooks"]
 NOTEBOOKS = {"tf": "TensorFlow notebooks, each alone in an empty folder (nbval)",
-             "torch": "PyTorch/XLA notebooks, each alone in an empty folder (nbval)"}
+             "torch": "PyTorch/XLA notebooks, each alone in an empty folder (nbval)",
+             "jax": "JAX notebooks, each alone in an empty folder (nbval)"}
 
 
 def notebook_framework(path: str) -> str:
-    """The framework whose environment runs a notebook: the kernel its metadata names (tpu-course-tf / -torch)."""
+    """The framework whose environment runs a notebook: the kernel its metadata names (tpu-course-tf/-torch/-jax)."""
     name = json.loads((ROOT / path).read_text()).get("metadata", {}).get("kernelspec", {}).get("name", "")
-    return "torch" if name == "tpu-course-torch" else "tf"
+    return {"tpu-course-torch": "torch", "tpu-course-jax": "jax"}.get(name, "tf")
 
 
 def notebook_groups(paths: list[str]) -> list[tuple[str, list[str], list[str], str]]:
     """The nbval groups of some notebooks: one per framework that has any, in that framework's environment."""
     out = []
-    for fw in ("tf", "torch"):
+    for fw in ("tf", "torch", "jax"):
         mine = [p for p in paths if notebook_framework(p) == fw]
         if mine:
             out.append((NOTEBOOKS[fw], mine, [], fw))
@@ -89,7 +92,7 @@ def notebook_groups(paths: list[str]) -> list[tuple[str, list[str], list[str], s
 
 
 def framework_of(path: str) -> str:
-    """The test folder (common, tf, torch) a path under tests/ belongs to; "" for anything else."""
+    """The test folder (common, tf, torch, jax) a path under tests/ belongs to; "" for anything else."""
     parts = Path(os.path.abspath(ROOT / path.split("::")[0])).relative_to(ROOT).parts
     return parts[1] if len(parts) > 1 and parts[0] == "tests" and parts[1] in FOLDERS else ""
 
@@ -204,8 +207,8 @@ def main(argv: list[str]) -> int:
         tests = [p for p in paths if not p.endswith(".ipynb")]
         kinds = {framework_of(p) for p in tests}
         if "" in kinds or len(kinds) > 1:
-            print("course: give test paths from one of tests/common, tests/tf, tests/torch at a time (each runs in its "
-                  "own pytest process: TensorFlow and torch_xla cannot share one), or notebooks")
+            print("course: give test paths from one of tests/common, tests/tf, tests/torch, tests/jax at a time (each "
+                  "runs in its own pytest process: TensorFlow and torch_xla cannot share one), or notebooks")
             return 2
         plan = [(FOLDERS[k], tests, [], ENVIRONMENT[k]) for k in kinds if tests]
         plan += notebook_groups([p for p in paths if p.endswith(".ipynb")])

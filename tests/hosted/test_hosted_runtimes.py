@@ -6,8 +6,8 @@
 * Each image's packages on its Python (Colab TPU, CPU and GPU, Kaggle TPU), the notebook's install cell run verbatim
   on top, ``pip check`` with nothing new about the course's packages, the lessons' imports (torchvision, torchaudio
   and lightning for PyTorch), and the target's notebooks at the ``ci`` profile in that environment: 00 and 03
-  (TensorFlow) and 02 (PyTorch/XLA) on the TPU images, 01 and 04 (TensorFlow), 02, 05 and 07 (PyTorch/XLA) on
-  Colab's CPU image, none on its GPU image (the same packages on the same CPU here) (`rehearse_hosted.rehearse`;
+  (TensorFlow) and 02 (PyTorch/XLA) on the TPU images, 01 and 04 (TensorFlow), 02, 05 and 07 (PyTorch/XLA) and 09
+  (JAX, on the image's own JAX 0.7.2) on Colab's CPU image, none on its GPU image (the same packages on the same CPU here) (`rehearse_hosted.rehearse`;
   environments cached).
 """
 import install_plan
@@ -38,6 +38,9 @@ def test_the_plan_resolves_on_the_images_python(image, accelerator, framework, w
     assert "tpu-course" in dists and ("libtpu" in dists) == (accelerator == "tpu")
     if framework == "tf" and accelerator == "tpu":
         assert "tensorflow-tpu" in dists and not {"tensorflow", "tensorflow-cpu"} & set(dists)
+    if framework == "jax" and (image, accelerator) in install_plan.SNAPSHOTS:  # the image's own JAX, kept
+        have = install_plan.image_snapshot(image, accelerator=accelerator)[1]
+        assert all(dists.get(n) == have[n] for n in install_plan.JAX_FAMILY if n in have)
     if framework == "torch" and (image, accelerator) != ("kaggle", "tpu"):  # resolved together: each requires torch==
         assert (dists["torch"], dists["torchvision"], dists["torchaudio"]) == ("2.9.0", "0.24.0", "2.9.0")
 
@@ -52,6 +55,9 @@ def test_the_hosted_runtime_runs_the_course(target, framework, wheel):
         assert "tensorflow-tpu" in versions and "tensorflow" not in versions
     elif framework == "tf":
         assert "tensorflow" in versions and "tensorflow-tpu" not in versions
+    elif framework == "jax":  # the image's own JAX, never replaced (Colab: 0.7.2; Kaggle's TPU image: 0.10.2)
+        have = install_plan.image_snapshot(rh.TARGETS[target].image, accelerator=rh.TARGETS[target].accelerator)[1]
+        assert versions["jax"] == have["jax"]
     elif rh.TARGETS[target].image == "colab":  # the torch family changed whole (Colab's CPU/GPU images had 2.11)
         assert (versions["torch"], versions["torchvision"], versions["torchaudio"]) == ("2.9.0", "0.24.0", "2.9.0")
     if framework == "torch":  # no downgrade of the image's Hugging Face stack (transformers 5 there)

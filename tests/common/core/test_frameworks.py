@@ -66,7 +66,15 @@ def test_refuses_when_transformers_was_imported_with_the_other_backend(env, monk
 
 
 def test_unknown_name(env):
-    with pytest.raises(KeyError, match="jax"):
+    with pytest.raises(KeyError, match="mxnet"):
+        use_framework("mxnet")
+
+
+def test_jax_declares_nothing_and_refuses_torch_xla(env, monkeypatch):
+    use_framework("jax")  # notebook 09: no transformers, so no USE_* variables to set
+    assert not {k for k in ("USE_TF", "USE_TORCH", "USE_TORCH_XLA") if k in os.environ}
+    monkeypatch.setitem(sys.modules, "torch_xla", object())
+    with pytest.raises(FrameworkClashError, match="PyTorch/XLA is already imported"):
         use_framework("jax")
 
 

@@ -85,6 +85,14 @@ def test_install_cell_runs_the_plan_of_its_target(framework, accelerator, host, 
         assert tpu_tf_problems(calls) == []
     elif framework == "tf":
         assert "tensorflow-tpu" not in flat and "libtpu" not in flat
+    elif framework == "jax":  # an image's own JAX and libtpu are never touched; elsewhere jax (jax[tpu] on a TPU)
+        assert "tensorflow" not in flat and "torch" not in flat and "transformers" not in flat
+        have = install_plan.image_snapshot(host, accelerator=accelerator)[1] \
+            if (host, accelerator) in install_plan.SNAPSHOTS else {}
+        if "jax" in have:
+            assert not [a for a in flat.split() if a.split("==")[0] in (*install_plan.JAX_FAMILY, *have)]
+        else:
+            assert f"jax{'[tpu]' if accelerator == 'tpu' else ''}=={install_plan.read_pins('jax')['jax']}" in flat
     else:
         assert "tensorflow" not in flat
         torch_call = next(c for c in calls if any(a.startswith("torch==") for a in c))
@@ -250,8 +258,9 @@ def test_notebook_00_checks_what_its_plan_installs():
     from tpu_helpers.core import versions
 
     for fw in install_plan.FRAMEWORKS:
+        hosted = install_plan.HOSTED_JAX if fw == "jax" else install_plan.HOSTED_COMMON + install_plan.HOSTED_EXTRA[fw]
         planned = {n.lower().replace("tensorflow-cpu", "tensorflow") for n in install_plan.FRAMEWORK_PINS[fw]
-                   + tuple(install_plan.HOSTED_COMMON) + tuple(install_plan.HOSTED_EXTRA[fw])}
+                   + tuple(hosted)}
         assert planned == set(versions.PLAN_PACKAGES[fw]), fw
     pins = {n.replace("tensorflow-cpu", "tensorflow"): v for n, v in install_plan.read_pins("tf").items()}
     colab = {"tensorflow": "2.20.0", "tf-keras": pins["tf-keras"], "transformers": pins["transformers"],

@@ -4,7 +4,7 @@ Each notebook below is executed twice, top to bottom, in ONE kernel (as when an 
 again): idempotent setup, no "already initialised" crashes, no duplicate state. The install cell is skipped
 as under nbval. The notebooks chosen hold the process-wide state a re-run can trip over: runtime checks and a
 child PyTorch/XLA process (00), simulated CPU replicas and the TPU connection (03), a GCS emulator, local hosts
-and their ports (08), and the compile counts that
+and their ports (08), simulated JAX devices and JAX's compile events (09), and the compile counts that
 the compile cache changes on a second run (02, 05, 06, 07: each such cell, tagged ``compile-count``, asserts what it
 compiled new or found in the cache, or a bound that a cached graph keeps).
 """
@@ -19,7 +19,7 @@ from nbclient import NotebookClient
 PARAMETERS = {"05_banking77_accelerate.ipynb": "COMPARE = False  # one padding: the second one reruns the same cells"}
 RERUN = ["00_is_my_runtime_ready.ipynb", "02_xla_rules_pytorch_xla.ipynb", "03_tpu_access_tensorflow.ipynb",
          "06_pytorch_xla_under_the_hood.ipynb", "05_banking77_accelerate.ipynb",
-         "07_trainers_lightning_hf.ipynb", "08_pod_slice_multi_host.ipynb"]
+         "07_trainers_lightning_hf.ipynb", "08_pod_slice_multi_host.ipynb", "09_banking77_jax_flax.ipynb"]
 
 
 @pytest.mark.parametrize("name", RERUN)

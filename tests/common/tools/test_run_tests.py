@@ -34,16 +34,19 @@ def test_tensorflow_and_torch_tests_never_share_a_process():
     """Each folder and each notebook runs in its framework's environment (tests/common in TensorFlow's)."""
     unit = {name: (paths, select, env) for name, paths, select, env in run_tests.groups()}
     rehearsals = [(paths, select, env) for _, paths, select, env in run_tests.groups(rehearsals=True)]
-    assert [unit[run_tests.FOLDERS[f]] for f in ("common", "tf", "torch")] == [
+    assert [unit[run_tests.FOLDERS[f]] for f in ("common", "tf", "torch", "jax")] == [
         (["tests/common"], run_tests.UNIT, "tf"), (["tests/tf"], run_tests.UNIT, "tf"),
-        (["tests/torch"], run_tests.UNIT, "torch")]
+        (["tests/torch"], run_tests.UNIT, "torch"), (["tests/jax"], run_tests.UNIT, "jax")]
     assert rehearsals == [(["tests/common"], run_tests.REHEARSAL, "tf"), (["tests/tf"], run_tests.REHEARSAL, "tf"),
-                          (["tests/torch"], run_tests.REHEARSAL, "torch"), (["tests/hosted"], [], "tf")]
+                          (["tests/torch"], run_tests.REHEARSAL, "torch"), (["tests/jax"], run_tests.REHEARSAL, "jax"),
+                          (["tests/hosted"], [], "tf")]
     tf_nbs, torch_nbs = unit[run_tests.NOTEBOOKS["tf"]], unit[run_tests.NOTEBOOKS["torch"]]
-    assert tf_nbs[2] == "tf" and torch_nbs[2] == "torch"
+    jax_nbs = unit[run_tests.NOTEBOOKS["jax"]]
+    assert tf_nbs[2] == "tf" and torch_nbs[2] == "torch" and jax_nbs[2] == "jax"
     assert "notebooks/00_is_my_runtime_ready.ipynb" in tf_nbs[0]
     assert "notebooks/05_banking77_accelerate.ipynb" in torch_nbs[0]
-    assert len(tf_nbs[0]) + len(torch_nbs[0]) == len(list((run_tests.ROOT / "notebooks").glob("*.ipynb")))
+    assert jax_nbs[0] == ["notebooks/09_banking77_jax_flax.ipynb"]
+    assert len(tf_nbs[0]) + len(torch_nbs[0]) + len(jax_nbs[0]) == len(list((run_tests.ROOT / "notebooks").glob("*.ipynb")))
     assert run_tests.framework_of("tests/tf/mlm/test_exercise_checks.py::test_x") == "tf"
     assert run_tests.framework_of("tests/course_testing.py") == ""
     assert run_tests.main(["--paths", "tests/tf/tpu_tf/test_strategy.py", "tests/torch/banking77/test_buckets.py"]) == 2

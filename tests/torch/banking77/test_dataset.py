@@ -52,7 +52,9 @@ def test_hub_loader_reads_a_local_copy_of_the_parquet_branch(synthetic, tmp_path
     write_hub_layout(synthetic.dataset, tmp_path)
     assert (tmp_path / "default" / "train" / "0000.parquet").is_file()
     assert (tmp_path / "default" / "test" / "0000.parquet").is_file()
-    monkeypatch.setattr(dataset, "HUB_REPO", str(tmp_path))  # load_dataset ignores the revision of a local folder
+    from tpu_helpers.shared import banking77_data  # where the loaders live (shared with notebook 09)
+
+    monkeypatch.setattr(banking77_data, "HUB_REPO", str(tmp_path))  # load_dataset ignores a local folder's revision
     data = dataset.load_banking77("hub")
     assert data.source == "hub"
     assert data.label_names == list(BANKING77_LABELS)  # the ClassLabel names travel in the parquet schema
