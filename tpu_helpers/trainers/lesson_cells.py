@@ -69,8 +69,6 @@ import lightning.pytorch as L
 import torch
 from transformers import get_linear_schedule_with_warmup
 
-from tpu_helpers.xla_torch.scalars import scalars_as_graph_inputs
-
 
 class IntentClassifier(L.LightningModule):
     """BANKING77 intents: a transformers sequence classifier, trained and evaluated by Lightning."""
@@ -85,9 +83,6 @@ class IntentClassifier(L.LightningModule):
         loss = self.model(**batch).loss
         self.log("train_loss", loss, on_step=False, on_epoch=True, sync_dist=True)  # a device tensor; mean of replicas
         return loss
-
-    def on_fit_start(self):  # in each replica's process: AdamW's 1 - lr*wd turning 1.0 late in the decay adds no graph
-        scalars_as_graph_inputs(self.device)
 
     def on_train_epoch_start(self):  # new bucketed batches every epoch (Lightning skips a batch_sampler's set_epoch)
         self.trainer.train_dataloader.batch_sampler.set_epoch(self.current_epoch)
@@ -104,9 +99,13 @@ class IntentClassifier(L.LightningModule):
             self.gathered = self.all_gather(torch.cat(self.predictions))
 
     def configure_optimizers(self):  # AdamW, linear warm-up (10% of the steps) then linear decay, as notebook 05
-        optimizer = torch.optim.AdamW(self.parameters(), lr=self.learning_rate)
+        on_xla = self.device.type == "xla"  # capturable: AdamW's step arithmetic on the device
+        optimizer = torch.optim.AdamW(self.parameters(), lr=self.learning_rate, capturable=on_xla)
         total = self.trainer.estimated_stepping_batches
-        schedule = get_linear_schedule_with_warmup(optimizer, int(0.1 * total), total)
+        schedule = get_linear_schedule_with_warmup(optimizer, int(0.1 * total), total + 1)  # never 0.0: notebook 05
+        if on_xla:  # the learning rate a device tensor the scheduler fills: a late, tiny one compiles no new graph
+            for group in optimizer.param_groups:
+                group["lr"] = torch.tensor(group["lr"], device=self.device)
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}
 
 
