@@ -46,6 +46,13 @@ KNOWN: tuple[Known, ...] = (
           "true and useful: transformers 4.57 still has the TF model classes, version 5 drops them; the TensorFlow "
           "notebooks stay on 4.57 for that reason",
           "the reason the TensorFlow lessons pin transformers 4.57; the cell's text says what it means"),
+    Known(r"^\[transformers\] \S*BertForSequenceClassification LOAD REPORT|^Key +\| Status +\||^-+\+-+\+"
+          r"|^classifier\.(bias|weight) +\| \S*MISSING|^Notes:$|^- \S*MISSING\S*:\s+those params were newly initialized",
+          '[transformers] \x1b[1mBertForSequenceClassification LOAD REPORT\x1b[0m from: /content/minilm',
+          "transformers 5's load report for pretrained weights with a new classification head (notebook 05 with "
+          "MODEL set to a checkpoint): the head's two tensors are not in the checkpoint and start random; only those "
+          "two names are explained, a MISSING encoder weight stays unexplained",
+          "expected: notebook 05's section 4 says so; the head is what the fine-tuning trains"),
     Known(r"UserWarning: `tensorflow` can conflict with `torch-xla`\. Prefer `tensorflow-cpu`",
           '/root/.cache/tpu-course/env-ddaeec366053/lib/python3.11/site-packages/torch_xla/__init__.py:246: UserWarning: `tensorflow` can conflict with `torch-xla`. Prefer `tensorflow-cpu` when using PyTorch/XLA. To silence this warning, `pip uninstall -y tensorflow && pip install tensorflow-cpu`. If you are in a notebook environment such as Colab or Kaggle, restart your notebook runtime afterwards.',
           "a hosted image (Colab's CPU and GPU images, rehearsed in tests/hosted) holds TensorFlow and torch_xla side "
