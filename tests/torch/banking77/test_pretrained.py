@@ -8,9 +8,9 @@ the graphs of the others. The test asserts notebook 05's compile budget on this 
 Loading the checkpoint prints transformers' red load report (the new head's two tensors MISSING): a second test
 checks that every stderr line of that load is one `tools/known_stderr.py` explains, as nbval does for the notebook.
 """
+import os
 import subprocess
 import sys
-import os
 from pathlib import Path
 
 import pytest

@@ -3,7 +3,6 @@ its own, where torch_xla's per-thread ordinal is not the replica's (issue 49). R
 one process and torch_xla's own thread-per-device runner (``threads_run.py``, a process of its own): notebook 07's
 ReplicaShard refuses such a process with a clear message, and notebook 05's sampler, sharded by Accelerate with the
 ordinal read in the replica's thread, gives each thread its own half of every global batch."""
-import os
 from pathlib import Path
 
 import pytest
