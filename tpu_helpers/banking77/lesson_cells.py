@@ -141,7 +141,6 @@ class BucketCollator:
 import torch
 from accelerate import Accelerator
 from accelerate.utils import set_seed
-from transformers import get_linear_schedule_with_warmup
 
 from typing import Any, NamedTuple
 
@@ -239,8 +238,11 @@ def training_function(model, train_ds, eval_ds, config, tokenizer=None, log=None
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay,
                                   capturable=on_xla)
     total_steps = config.epochs * len(loaders.train)  # unsharded: the prepared scheduler steps once per replica
-    # the decay ends one step after the run: the rate set after the last step is not 0.0, a value other scalars share
-    scheduler = get_linear_schedule_with_warmup(optimizer, int(config.warmup_ratio * total_steps), total_steps + 1)
+    warmup = int(config.warmup_ratio * total_steps)
+    # a linear warm-up and decay that never reach 0: a capturable AdamW divides by the learning rate, and a 0.0
+    # after the last step would be a value other scalars of the graph share (one more graph)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: min(
+        (step + 1) / (warmup + 1), (total_steps + 1 - step) / (total_steps + 1 - warmup)))
     model, optimizer, train_dl, eval_dl, scheduler = accelerator.prepare(
         model, optimizer, loaders.train, loaders.eval, scheduler)
     if on_xla:  # the learning rate a device tensor, filled in place by the scheduler: no float of the schedule

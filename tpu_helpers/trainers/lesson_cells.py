@@ -80,7 +80,6 @@ def interleave(gathered, rows):
 # ---- notebooks/07_trainers_lightning_hf.ipynb, cell 12 (tagged lightning-module): IntentClassifier
 import lightning.pytorch as L
 import torch
-from transformers import get_linear_schedule_with_warmup
 
 
 class IntentClassifier(L.LightningModule):
@@ -118,7 +117,9 @@ class IntentClassifier(L.LightningModule):
         on_xla = self.device.type == "xla"  # capturable: AdamW's step arithmetic on the device
         optimizer = torch.optim.AdamW(self.parameters(), lr=self.learning_rate, capturable=on_xla)
         total = self.trainer.estimated_stepping_batches
-        schedule = get_linear_schedule_with_warmup(optimizer, int(0.1 * total), total + 1)  # never 0.0: notebook 05
+        warmup = int(0.1 * total)  # linear, never 0: a capturable AdamW divides by it (notebook 05's Why)
+        schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: min(
+            (step + 1) / (warmup + 1), (total + 1 - step) / (total + 1 - warmup)))
         if on_xla:  # the learning rate a device tensor the scheduler fills: a late, tiny one compiles no new graph
             for group in optimizer.param_groups:
                 group["lr"] = torch.tensor(group["lr"], device=self.device)

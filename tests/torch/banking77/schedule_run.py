@@ -11,8 +11,9 @@ its source (`variant`), so each differs from the notebook in the named lines onl
 * a: every scalar a graph input (the special scalars and torch_xla's device-data cache off, process-wide: the course
   before issue 49), a float learning rate, AdamW's per-tensor path;
 * b: ``XLA_NO_SPECIAL_SCALARS=1`` alone (the cache kept) and a schedule whose learning rate keeps ``lr * wd > 2**-25``;
-* c: the notebook: AdamW ``capturable`` on XLA with the learning rate a device tensor the scheduler fills;
-* d: nothing: a float learning rate, the cache kept (one more graph where the factor turns 1.0).
+* c: the notebook: AdamW ``capturable`` on XLA with the learning rate a device tensor the scheduler fills (a linear
+  schedule that never reaches 0);
+* d: nothing: a float learning rate, transformers' schedule, the cache kept (one more graph where the factor is 1.0).
 """
 from __future__ import annotations
 
@@ -28,9 +29,11 @@ FLOAT_LR = {"optimizer = torch.optim.AdamW(model.parameters(), lr=config.learnin
             "\n                                  capturable=on_xla)":
             "optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay)",
             "if on_xla:  # the learning rate a device tensor": "if False:  # the learning rate a device tensor",
-            "total_steps + 1)": "total_steps)"}
+            "scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: min(\n"
+            "        (step + 1) / (warmup + 1), (total_steps + 1 - step) / (total_steps + 1 - warmup)))":
+            "scheduler = get_linear_schedule_with_warmup(optimizer, warmup, total_steps)"}
 EDITS = {"a": {**FLOAT_LR, "set_seed(config.seed)": "_scalars_as_graph_inputs(accelerator.device)\n    set_seed(config.seed)"},
-         "b": {**FLOAT_LR, "get_linear_schedule_with_warmup(": "_floored_schedule("},
+         "b": {**FLOAT_LR, "get_linear_schedule_with_warmup(": "_floored_schedule("},  # applied after FLOAT_LR
          "c": {}, "d": FLOAT_LR}
 
 
@@ -66,8 +69,10 @@ def variant(option: str):
         if source.count(old) != 1:
             raise SystemExit(f"option {option}: {old!r} is not in notebook 05's training function once: update EDITS")
         source = source.replace(old, new)
+    from transformers import get_linear_schedule_with_warmup
+
     namespace = dict(vars(lesson_cells), _scalars_as_graph_inputs=_scalars_as_graph_inputs,
-                     _floored_schedule=_floored_schedule)
+                     _floored_schedule=_floored_schedule, get_linear_schedule_with_warmup=get_linear_schedule_with_warmup)
     exec(compile(source, f"<notebook 05's training_function, option {option}>", "exec"), namespace)
     return namespace["training_function"]
 
@@ -78,20 +83,21 @@ class Probe:
     def __init__(self, accelerator, config, loaders, steps_per_epoch):
         from tpu_helpers.xla_torch.counters import snapshot
 
-        self.snapshot, self.steps, self.epochs = snapshot, steps_per_epoch, []
+        self.snapshot, self.steps, self.epochs, self.loss_total = snapshot, steps_per_epoch, [], 0.0
         self._start()
 
     def _start(self):
         self.before, self.t0 = self.snapshot(), time.perf_counter()
 
     def end_training(self, loss_sum) -> None:
-        float(loss_sum)  # the notebook's one host read per epoch: the step graphs run before it
+        total = float(loss_sum)  # the notebook's one host read per epoch (the sum runs over the epochs so far)
+        loss, self.loss_total = (total - self.loss_total) / self.steps, total
         after, seconds = self.snapshot(), time.perf_counter() - self.t0
         a, b = self.before, after
         self.epochs.append({"train": b.counter("UncachedCompile") - a.counter("UncachedCompile"),
                             "uploads": b.metric("TensorToData")[0] - a.metric("TensorToData")[0],
                             "transfers": b.metric("TransferToDeviceTime")[0] - a.metric("TransferToDeviceTime")[0],
-                            "seconds": round(seconds, 3), "steps": self.steps})
+                            "seconds": round(seconds, 3), "steps": self.steps, "loss": loss})
         self.before = after
 
     def end_epoch(self, predictions, labels) -> None:
