@@ -54,6 +54,13 @@ KNOWN: tuple[Known, ...] = (
           "that one profiling feature of its multiprocess workers is missing; notebook 09 packs in the kernel's "
           "own process and never uses them",
           "nothing to do: notebook 09 uses no grain worker processes"),
+    Known(r"^\[transformers\] \S*BertForSequenceClassification LOAD REPORT|^Key +\| Status +\||^-+\+-+\+"
+          r"|^classifier\.(bias|weight) +\| \S*MISSING|^Notes:$|^- \S*MISSING\S*:\s+those params were newly initialized",
+          '[transformers] \x1b[1mBertForSequenceClassification LOAD REPORT\x1b[0m from: /content/minilm',
+          "transformers 5's load report for pretrained weights with a new classification head (notebook 05 with "
+          "MODEL set to a checkpoint): the head's two tensors are not in the checkpoint and start random; only those "
+          "two names are explained, a MISSING encoder weight stays unexplained",
+          "expected: notebook 05's section 4 says so; the head is what the fine-tuning trains"),
     Known(r"UserWarning: `tensorflow` can conflict with `torch-xla`\. Prefer `tensorflow-cpu`",
           '/root/.cache/tpu-course/env-ddaeec366053/lib/python3.11/site-packages/torch_xla/__init__.py:246: UserWarning: `tensorflow` can conflict with `torch-xla`. Prefer `tensorflow-cpu` when using PyTorch/XLA. To silence this warning, `pip uninstall -y tensorflow && pip install tensorflow-cpu`. If you are in a notebook environment such as Colab or Kaggle, restart your notebook runtime afterwards.',
           "a hosted image (Colab's CPU and GPU images, rehearsed in tests/hosted) holds TensorFlow and torch_xla side "

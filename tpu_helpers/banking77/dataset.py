@@ -45,13 +45,13 @@ def load_tokenizer(model_name: str, train_texts: Iterable[str] = (), vocab_size:
 
 def make_model(model_name: str, data: Banking77Data, *, vocab_size: int | None = None, max_length: int = 128,
                hidden_size: int = 64, layers: int = 2, heads: int = 2, seed: int = 0):
-    """A classifier labelled from ``data``: ``"tiny"`` (a small BERT, no download) or a Hub model."""
+    """A classifier labelled from ``data``: ``"tiny"`` (a small BERT) or a Hub model; attention masks kept on device."""
     import torch
     from transformers import AutoModelForSequenceClassification, BertConfig, BertForSequenceClassification
 
     from tpu_helpers.xla_torch.lesson_cells import keep_attention_masks_on_device
 
-    keep_attention_masks_on_device()  # notebook 02: transformers 5 reads padding_mask.all() on the host
+    keep_attention_masks_on_device()  # as notebook 05's section 4 does: else padding_mask.all() is read on the host
     torch.manual_seed(seed)
     labels = dict(num_labels=data.num_labels, id2label=data.id2label, label2id=data.label2id,
                   attn_implementation="eager")

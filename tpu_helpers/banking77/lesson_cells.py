@@ -141,7 +141,6 @@ class BucketCollator:
 import torch
 from accelerate import Accelerator
 from accelerate.utils import set_seed
-from transformers import get_linear_schedule_with_warmup
 
 from typing import Any, NamedTuple
 
@@ -149,7 +148,6 @@ from torch.utils.data import DataLoader
 
 from tpu_helpers.banking77.config import PADDINGS
 from tpu_helpers.banking77.evaluation import check_evaluation_plan, rows_kept, weighted_f1
-from tpu_helpers.xla_torch.scalars import scalars_as_graph_inputs
 
 
 class Loaders(NamedTuple):
@@ -174,14 +172,16 @@ def make_loaders(train_dataset, eval_dataset, config, tokenizer=None, num_replic
             raise ValueError("padding='buckets' needs the tokenizer (it pads each batch) and config.boundaries "
                              "(e.g. tpu_helpers.shared.boundaries.choose_boundaries(lengths, max_length))")
         bounds = validate_boundaries(config.boundaries, config.max_length)
-        # a test query longer than every training query (rare) still fits: evaluation may also pad to max_length
-        eval_bounds = tuple(sorted(set(bounds) | ({config.max_length} if config.max_length else set())))
         g = config.batch_size * num_replicas
         if len(train_dataset) < g:
             raise ValueError(f"the training set ({len(train_dataset)} rows) is smaller than one global batch "
                              f"({g}); lower BATCH_SIZE or use more data.")
         train_lengths = [len(x) for x in train_dataset["input_ids"]]
         eval_lengths = [len(x) for x in eval_dataset["input_ids"]]
+        # evaluation pads to the training buckets; only a test query longer than every bucket (rare) needs
+        # max_length: the batch that holds it is padded to it, one graph more
+        longer = config.max_length and max(eval_lengths, default=0) > bounds[-1]
+        eval_bounds = bounds + (config.max_length,) if longer else bounds
         train_sampler = BucketBatchSampler(train_lengths, config.batch_size, bounds, num_replicas=num_replicas,
                                            shuffle=True, seed=config.seed)
         eval_sampler = BucketBatchSampler(eval_lengths, config.eval_batch_size, eval_bounds, num_replicas=num_replicas,
@@ -232,15 +232,22 @@ def training_function(model, train_ds, eval_ds, config, tokenizer=None, log=None
     bf16 = config.mixed_precision == "bf16"
     accelerator = Accelerator(mixed_precision="no")  # bf16 is the autocast below, not Accelerator's
     autocast = torch.autocast("xla", dtype=torch.bfloat16, enabled=bf16)
-    # on XLA: AdamW's 1 - lr*wd turns 1.0 late in the decay; as a graph input like any other float it adds no graph
-    scalars_as_graph_inputs(accelerator.device)
     set_seed(config.seed)
     loaders = make_loaders(train_ds, eval_ds, config, tokenizer, num_replicas=accelerator.num_processes)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay)
+    on_xla = accelerator.device.type == "xla"  # capturable: AdamW's step arithmetic on the device (see below)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay,
+                                  capturable=on_xla)
     total_steps = config.epochs * len(loaders.train)  # unsharded: the prepared scheduler steps once per replica
-    scheduler = get_linear_schedule_with_warmup(optimizer, int(config.warmup_ratio * total_steps), total_steps)
+    warmup = int(config.warmup_ratio * total_steps)
+    # a linear warm-up and decay that never reach 0: a capturable AdamW divides by the learning rate, and a 0.0
+    # after the last step would be a value other scalars of the graph share (one more graph)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: min(
+        (step + 1) / (warmup + 1), (total_steps + 1 - step) / (total_steps + 1 - warmup)))
     model, optimizer, train_dl, eval_dl, scheduler = accelerator.prepare(
         model, optimizer, loaders.train, loaders.eval, scheduler)
+    if on_xla:  # the learning rate a device tensor, filled in place by the scheduler: no float of the schedule
+        for group in optimizer.param_groups:  # enters the graph, so a tiny late learning rate compiles nothing new
+            group["lr"] = torch.tensor(group["lr"], device=accelerator.device)
     log = log(accelerator, config, loaders, len(train_dl)) if log else None  # optional: the course's measuring
 
     loss_sum = None  # summed on the device, read once per epoch (by the log): no host sync inside the loop

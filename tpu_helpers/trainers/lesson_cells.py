@@ -6,7 +6,7 @@ Edit the cells in the notebook, then run ./course links (a test fails while this
 # ruff: noqa: E402, F811, I001  (the cells' own imports, cell by cell, as the learner reads them)
 
 
-# ---- notebooks/07_trainers_lightning_hf.ipynb, cell 9: replica_rank, ReplicaShard, shard_loader, interleave
+# ---- notebooks/07_trainers_lightning_hf.ipynb, cell 9: check_one_device_per_process, replica_rank, ReplicaShard, shard_loader, interleave
 import os
 
 import torch.distributed as dist
@@ -15,14 +15,27 @@ from torch.utils.data import DataLoader
 from tpu_helpers.banking77.replicas import ReplicaMismatchError
 
 
+def check_one_device_per_process():
+    """Refuse a process that drives several TPU devices (a v2/v3: a thread per TensorCore): see ReplicaShard."""
+    if "PJRT_LOCAL_PROCESS_RANK" in os.environ:  # set by torch_xla's spawn in each replica's process
+        import torch_xla.runtime as xr
+
+        if (n := xr.addressable_device_count()) > 1:
+            raise ReplicaMismatchError(
+                f"this process drives {n} TPU devices, one thread each (a TPU v2 or v3). torch_xla's ordinal is "
+                "per thread, and the loader's own thread has none: every replica of this process would train the "
+                "same share. Set TPU_DEVICES = 1 in the parameters, or use a TPU v4 or later (one device per process).")
+
+
 def replica_rank():
     """This process's replica: its DDP rank, torch_xla's ordinal in a process it spawned (XLAStrategy), else 0."""
     if dist.is_available() and dist.is_initialized():
         return dist.get_rank()
-    if "PJRT_LOCAL_PROCESS_RANK" in os.environ:  # set by torch_xla's spawn in each replica's process
+    if "PJRT_LOCAL_PROCESS_RANK" in os.environ:
         import torch_xla.runtime as xr
 
-        return xr.global_ordinal()
+        check_one_device_per_process()
+        return xr.global_ordinal()  # one device per process: torch_xla caches the process's ordinal
     return 0
 
 
@@ -67,9 +80,6 @@ def interleave(gathered, rows):
 # ---- notebooks/07_trainers_lightning_hf.ipynb, cell 12 (tagged lightning-module): IntentClassifier
 import lightning.pytorch as L
 import torch
-from transformers import get_linear_schedule_with_warmup
-
-from tpu_helpers.xla_torch.scalars import scalars_as_graph_inputs
 
 
 class IntentClassifier(L.LightningModule):
@@ -86,8 +96,8 @@ class IntentClassifier(L.LightningModule):
         self.log("train_loss", loss, on_step=False, on_epoch=True, sync_dist=True)  # a device tensor; mean of replicas
         return loss
 
-    def on_fit_start(self):  # in each replica's process: AdamW's 1 - lr*wd turning 1.0 late in the decay adds no graph
-        scalars_as_graph_inputs(self.device)
+    def setup(self, stage):  # in each replica, before any batch: ReplicaShard needs one device per process
+        check_one_device_per_process()
 
     def on_train_epoch_start(self):  # new bucketed batches every epoch (Lightning skips a batch_sampler's set_epoch)
         self.trainer.train_dataloader.batch_sampler.set_epoch(self.current_epoch)
@@ -104,9 +114,15 @@ class IntentClassifier(L.LightningModule):
             self.gathered = self.all_gather(torch.cat(self.predictions))
 
     def configure_optimizers(self):  # AdamW, linear warm-up (10% of the steps) then linear decay, as notebook 05
-        optimizer = torch.optim.AdamW(self.parameters(), lr=self.learning_rate)
+        on_xla = self.device.type == "xla"  # capturable: AdamW's step arithmetic on the device
+        optimizer = torch.optim.AdamW(self.parameters(), lr=self.learning_rate, capturable=on_xla)
         total = self.trainer.estimated_stepping_batches
-        schedule = get_linear_schedule_with_warmup(optimizer, int(0.1 * total), total)
+        warmup = int(0.1 * total)  # linear, never 0: a capturable AdamW divides by it (notebook 05's Why)
+        schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: min(
+            (step + 1) / (warmup + 1), (total + 1 - step) / (total + 1 - warmup)))
+        if on_xla:  # the learning rate a device tensor the scheduler fills: a late, tiny one compiles no new graph
+            for group in optimizer.param_groups:
+                group["lr"] = torch.tensor(group["lr"], device=self.device)
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}
 
 

