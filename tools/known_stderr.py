@@ -69,4 +69,9 @@ KNOWN: tuple[Known, ...] = (
           "the same FSDPv2 hook (see the line above) on the first decoder layer, whose input (the embeddings of a "
           "frozen LoRA base) needs no gradient: PyTorch says the hook sees the output's gradients only",
           "nothing to do: the optimisation barrier the hook places needs only those"),
+    Known(r"sharding_propagation\.cc:\d+\] GSPMD sharding propagation is going to be deprecated",
+          "2026-11-29 05:43:09.592445: W external/xla/xla/service/sharding_propagation.cc:3120] GSPMD sharding propagation is going to be deprecated and not supported in the future. Please consider migrating to Shardy (https://openxla.org/shardy). For reference, Shardy is already the default partitioner in JAX.",
+          "XLA logs this each time it partitions an SPMD graph with GSPMD, the partitioner torch_xla 2.9 uses "
+          "(notebook 10's sharded step, and each gather of a sharded tensor to the host); JAX moved to Shardy",
+          "nothing to do: the partitioner works; it is XLA's notice about its own future"),
 )
