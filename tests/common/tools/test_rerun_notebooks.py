@@ -19,7 +19,8 @@ from nbclient import NotebookClient
 PARAMETERS = {"05_banking77_accelerate.ipynb": "COMPARE = False  # one padding: the second one reruns the same cells"}
 RERUN = ["00_is_my_runtime_ready.ipynb", "02_xla_rules_pytorch_xla.ipynb", "03_tpu_access_tensorflow.ipynb",
          "06_pytorch_xla_under_the_hood.ipynb", "05_banking77_accelerate.ipynb",
-         "07_trainers_lightning_hf.ipynb", "08_pod_slice_multi_host.ipynb", "09_banking77_jax_flax.ipynb"]
+         "07_trainers_lightning_hf.ipynb", "08_pod_slice_multi_host.ipynb", "09_banking77_jax_flax.ipynb",
+         "10_llm_lora_fsdp.ipynb"]
 
 
 @pytest.mark.parametrize("name", RERUN)
