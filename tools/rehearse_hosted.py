@@ -78,10 +78,12 @@ COLAB = {"COLAB_RELEASE_TAG": "release-colab-rehearsal"}
 # JAX: the lessons' imports only (Colab's TPU image has the CPU image's JAX line, which runs notebook 09 below)
 TPU_NOTEBOOKS = {"tf": ("00_is_my_runtime_ready", "03_tpu_access_tensorflow"), "torch": ("02_xla_rules_pytorch_xla",),
                  "jax": ()}
-# CPU and GPU images: each framework's XLA rules and training notebooks (07 needs lightning, so torchvision); 09 on
+# CPU and GPU images: each framework's XLA rules and training notebooks (07 needs lightning, so torchvision; 10 peft
+# and FSDPv2 on the image's transformers); 09 on
 # the image's own JAX (0.7.2, flax 0.11.2: the install cell keeps them)
 CPU_NOTEBOOKS = {"tf": ("01_xla_rules_tensorflow", "04_mlm_from_scratch_tensorflow"),
-                 "torch": ("02_xla_rules_pytorch_xla", "05_banking77_accelerate", "07_trainers_lightning_hf"),
+                 "torch": ("02_xla_rules_pytorch_xla", "05_banking77_accelerate", "07_trainers_lightning_hf",
+                           "10_llm_lora_fsdp"),
                  "jax": ("09_banking77_jax_flax",)}
 TARGETS = {
     # Colab sets COLAB_RELEASE_TAG in every runtime, TPU_ACCELERATOR_TYPE on a TPU VM (v5e-1: v5litepod-1) and
@@ -114,7 +116,7 @@ LESSON_CHECKS = {
            " intermediate_size=32, max_position_embeddings=40); "
            "m = transformers.TFAutoModelForMaskedLM.from_config(c); print('TFAutoModelForMaskedLM', type(m).__name__)"),
     "torch": ("from tpu_helpers.core.frameworks import use_framework; use_framework('torch'); "
-              "import torchvision, torchaudio, lightning; from transformers import BertForSequenceClassification; "
+              "import torchvision, torchaudio, lightning, peft; from transformers import BertForSequenceClassification; "
               "print('torchvision', torchvision.__version__, 'torchaudio', torchaudio.__version__, "
               "'lightning', lightning.__version__, BertForSequenceClassification.__name__)"),
     "jax": ("from tpu_helpers.core.frameworks import use_framework; use_framework('jax'); "

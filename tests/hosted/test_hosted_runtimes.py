@@ -6,7 +6,7 @@
 * Each image's packages on its Python (Colab TPU, CPU and GPU, Kaggle TPU), the notebook's install cell run verbatim
   on top, ``pip check`` with nothing new about the course's packages, the lessons' imports (torchvision, torchaudio
   and lightning for PyTorch), and the target's notebooks at the ``ci`` profile in that environment: 00 and 03
-  (TensorFlow) and 02 (PyTorch/XLA) on the TPU images, 01 and 04 (TensorFlow), 02, 05 and 07 (PyTorch/XLA) and 09
+  (TensorFlow) and 02 (PyTorch/XLA) on the TPU images, 01 and 04 (TensorFlow), 02, 05, 07 and 10 (PyTorch/XLA) and 09
   (JAX, on the image's own JAX 0.7.2) on Colab's CPU image, none on its GPU image (the same packages on the same CPU here) (`rehearse_hosted.rehearse`;
   environments cached).
 """
