@@ -1,4 +1,4 @@
-"""First XLA computations: TensorFlow in this process, PyTorch/XLA in a child (they cannot share a process)."""
+"""First XLA computations: TensorFlow in this process, PyTorch/XLA and JAX in children (they cannot share one)."""
 from __future__ import annotations
 
 import json
@@ -22,6 +22,20 @@ _TORCH_SCRIPT = textwrap.dedent("""
     print(json.dumps({"device": str(dev), "device_type": xr.device_type(), "devices": xr.global_runtime_device_count(),
                       "value": y.item(), "compilations": compile_data[0] if compile_data else 0,
                       "torch_xla": torch_xla.__version__}))
+""")
+
+_JAX_SCRIPT = textwrap.dedent("""
+    import json
+    import jax, numpy as np
+    compiled = []  # JAX's own compile events for gram_sum
+    jax.monitoring.register_event_duration_secs_listener(lambda event, secs, fun_name="", **kw: compiled.append(
+        fun_name) if event == "/jax/core/compile/backend_compile_duration" and fun_name == "jit(gram_sum)" else 0)
+    def gram_sum(x):
+        return (x @ x.T).sum()
+    y = jax.jit(gram_sum)(np.arange(6, dtype=np.float32).reshape(2, 3))
+    print(json.dumps({"device": str(next(iter(y.devices()))), "device_type": jax.default_backend().upper(),
+                      "devices": len(jax.devices()), "value": float(y), "compilations": len(compiled),
+                      "jax": jax.__version__}))
 """)
 
 
@@ -50,11 +64,11 @@ def torch_environment(timeout: float = 120) -> tuple[dict[str, str | None], dict
 
 
 class ProbeFailed(RuntimeError):
-    """The PyTorch/XLA child failed: ``returncode`` (None: it timed out) and ``output``, all it printed."""
+    """A framework's child failed: ``returncode`` (None: it timed out) and ``output``, all it printed."""
 
-    def __init__(self, returncode: int | None, output: str):
+    def __init__(self, returncode: int | None, output: str, name: str = "PyTorch/XLA"):
         tail = "\n".join(output.strip().splitlines()[-5:])
-        super().__init__(f"the PyTorch/XLA check failed (exit {returncode}). Last lines:\n{tail}")
+        super().__init__(f"the {name} check failed (exit {returncode}). Last lines:\n{tail}")
         self.returncode, self.output = returncode, output
 
 
@@ -68,16 +82,31 @@ def torch_xla_first_xla(runtime: Runtime, timeout: float = 300, *, libtpu_path: 
     else:
         env["PJRT_DEVICE"] = "CPU"
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    return _child("torch", _TORCH_SCRIPT, env, timeout)
+
+
+def jax_first_xla(runtime: Runtime, timeout: float = 300) -> dict:
+    """A tiny jitted JAX computation in a child (`framework_python("jax")`): on a TPU VM its default backend, else
+    the CPU; `ProbeFailed`."""
+    env = {k: v for k, v in os.environ.items() if k != "TPU_COURSE_FIGURES"}
+    if not runtime.is_tpu_vm:
+        env["JAX_PLATFORMS"] = "cpu"
+    return _child("jax", _JAX_SCRIPT, env, timeout)
+
+
+def _child(framework: str, script: str, env: dict[str, str], timeout: float) -> dict:
+    """Run `script` with `framework`'s interpreter: its last JSON line and ``output``; `ProbeFailed`."""
+    name = {"torch": "PyTorch/XLA", "jax": "JAX"}[framework]
     try:
-        proc = subprocess.run([framework_python("torch"), "-c", _TORCH_SCRIPT], env=env, capture_output=True, text=True,
+        proc = subprocess.run([framework_python(framework), "-c", script], env=env, capture_output=True, text=True,
                               timeout=timeout)
     except subprocess.TimeoutExpired as e:
         parts = [p.decode(errors="replace") if isinstance(p, bytes) else p for p in (e.stdout, e.stderr) if p]
-        raise ProbeFailed(None, "\n".join(parts)) from None
+        raise ProbeFailed(None, "\n".join(parts), name) from None
     output = f"{proc.stdout}\n{proc.stderr}"
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
     if proc.returncode != 0 or not lines:
-        raise ProbeFailed(proc.returncode, output)
+        raise ProbeFailed(proc.returncode, output, name)
     return {**json.loads(lines[-1]), "output": output}
 
 

@@ -9,10 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tpu_helpers.core import tpu_lock
-from tpu_helpers.core.frameworks import TPUHeldError, WrongBuildError, check_tpu_build
+from tpu_helpers.core.frameworks import TPUHeldError, WrongBuildError, check_tpu_build, framework_python
 from tpu_helpers.ready import first_xla
 
-NAMES = {"tf": "TensorFlow", "torch": "PyTorch/XLA"}
+NAMES = {"tf": "TensorFlow", "torch": "PyTorch/XLA", "jax": "JAX"}
 # XLA's pjrt_api.cc logs it (INFO) when a framework loads a PJRT plugin such as libtpu
 _PJRT_LINE = re.compile(r"PJRT plugin has PJRT API version (\d+\.\d+)\. The framework PJRT API version is (\d+\.\d+)")
 SIDE_FOLDER = Path.home() / ".cache" / "tpu-course"  # where `fetch_libtpu` puts a framework's own libtpu
@@ -22,7 +22,7 @@ SIDE_FOLDER = Path.home() / ".cache" / "tpu-course"  # where `fetch_libtpu` puts
 class Verdict:
     """One framework here: ``works`` (True, False, or None: not checked), where it ran, what was found, what to do."""
 
-    framework: str  # "tf" or "torch"
+    framework: str  # "tf", "torch" or "jax"
     works: bool | None
     where: str  # "TPU", "CPU" ... ("" when it ran nowhere)
     found: str
@@ -100,6 +100,15 @@ def torch_failure(output: str, returncode: int | None, *, have: str | None, want
             "restart the runtime and run notebook 02 from the top; if it fails there too, report these lines.")
 
 
+def tpu_held(framework: str, runtime) -> Verdict | None:
+    """A "not checked" verdict for `framework` when this kernel or another process holds the TPU, else None."""
+    pid = tpu_lock.libtpu_lock_holder(self_pid=-1) if runtime.is_tpu_vm else None
+    if pid == os.getpid():
+        return Verdict(framework, None, "TPU", "This kernel itself holds the TPU (TensorFlow took it when section 4 "
+                       "ran).", "restart the runtime and run this notebook from the top.")
+    return None if pid is None else Verdict(framework, None, "TPU", *tpu_lock.held_message(pid))
+
+
 def torch_verdict(runtime, installed: dict, requires: list[str]) -> tuple[Verdict, dict | None]:
     """PyTorch/XLA's verdict and probe result from `first_xla.torch_environment`; on a TPU, with its own libtpu."""
     xla = installed.get("torch-xla")
@@ -107,15 +116,10 @@ def torch_verdict(runtime, installed: dict, requires: list[str]) -> tuple[Verdic
         return Verdict("torch", None, "", "torch_xla is not installed in this runtime.",
                        "nothing here: the PyTorch/XLA notebooks (02, 05-07) install it in their install cell."), None
     where, note, path, have, want = "CPU", "", None, installed.get("libtpu"), None
+    if held := tpu_held("torch", runtime):
+        return held, None
     if runtime.is_tpu_vm:
         where = "TPU"
-        pid = tpu_lock.libtpu_lock_holder(self_pid=-1)
-        if pid == os.getpid():
-            return Verdict("torch", None, where, "This kernel itself holds the TPU (TensorFlow took it when section 4 "
-                           "ran).", "restart the runtime and run this notebook from the top."), None
-        if pid is not None:
-            what, fix = tpu_lock.held_message(pid)
-            return Verdict("torch", None, where, what, fix), None
         want = torch_xla_libtpu(requires)
         if want and not libtpu_matches(have, want):
             path, fetched = fetch_libtpu(want)
@@ -137,6 +141,33 @@ def torch_verdict(runtime, installed: dict, requires: list[str]) -> tuple[Verdic
     api = f" PJRT API: plugin {pjrt[0]}, framework {pjrt[1]}." if pjrt else ""
     return Verdict("torch", True, where, f"torch_xla {result['torch_xla']} computed on {result['device']} "
                    f"({result['devices']} device(s)).{api}{note}"), result
+
+
+JAX_TODO = ("run notebook 09 (JAX) in a runtime of its own: Colab's images ship JAX and its install cell adds what is "
+            "missing (Kaggle too); on a Cloud TPU VM `./course setup --tpu` installs jax[tpu].")
+
+
+def jax_verdict(runtime) -> tuple[Verdict, dict | None]:
+    """JAX's verdict and probe result, from a child with `framework_python("jax")`; on a TPU VM, on the TPU."""
+    if held := tpu_held("jax", runtime):
+        return held, None
+    where, python = ("TPU" if runtime.is_tpu_vm else "CPU"), framework_python("jax")
+    try:
+        result = first_xla.jax_first_xla(runtime)
+    except first_xla.ProbeFailed as e:
+        if "No module named 'jax'" in e.output:
+            return Verdict("jax", None, "", f"JAX is not installed for {python}.", JAX_TODO), None
+        lines = e.output.strip().splitlines() or [""]
+        error = [ln for ln in lines if re.match(r"[\w.]+(Error|Exception): ", ln)][-1:] or lines[-1:]
+        return Verdict("jax", False, "", f"The JAX check failed ({python}, exit {e.returncode}): {error[0][:300]}",
+                       JAX_TODO), None
+    found = f"JAX {result['jax']} computed on {result['device']} ({result['devices']} device(s))"
+    if result["device_type"] != where:  # a TPU VM whose JAX found no TPU (no libtpu, or not its release)
+        tail = [ln.strip() for ln in result["output"].splitlines() if ln.strip() and not ln.startswith("{")][-1:]
+        return Verdict("jax", False, result["device_type"], f"{found}, not on the {where}. {' '.join(tail)}".strip(),
+                       "JAX found no TPU it can use (its environment has no libtpu, or TensorFlow's from this "
+                       "notebook's install cell): " + JAX_TODO), result
+    return Verdict("jax", True, where, found + "."), result
 
 
 def tf_probe(runtime, tpu: bool | None) -> dict:

@@ -111,6 +111,8 @@ def test_this_kernel_holding_the_tpu_says_restart(tpu):
     verdict, _ = verdicts.torch_verdict(COLAB_V5E_1, COLAB_AFTER_TF_PLAN, TORCH_XLA_29)
     assert verdict.works is None and verdict.found.startswith("This kernel itself holds the TPU")
     assert "restart the runtime" in verdict.todo
+    jax_verdict, result = verdicts.jax_verdict(COLAB_V5E_1)
+    assert jax_verdict.works is None and result is None and jax_verdict.found.startswith("This kernel itself holds")
 
 
 # ---------------------------------------------------------------------------------- PyTorch/XLA's libtpu
@@ -256,6 +258,36 @@ def test_the_real_libtpu_mismatch_is_named_from_torch_xla_s_own_log(real_libtpu,
     tpu(tensorflow_s, lambda version: (real_libtpu[version], f"libtpu {version}"))
     verdict, _ = verdicts.torch_verdict(COLAB_V5E_1, COLAB_AFTER_TF_PLAN, TORCH_XLA_29)
     assert verdict.works is False and "no libtpu mismatch" in verdict.found, verdict.found
+
+
+# ------------------------------------------------------------------------------------------------- JAX
+def test_the_real_jax_probe_on_this_cpu():
+    """The JAX environment's interpreter (TPU_COURSE_PYTHON_JAX, exported by ./course) compiles gram_sum once."""
+    verdict, result = verdicts.jax_verdict(CPU)
+    assert verdict.works is True and verdict.where == "CPU", verdict.line()
+    assert result["value"] == 83.0 and result["compilations"] == 1 and result["device_type"] == "CPU"
+    assert verdict.line().startswith("JAX: works here (on the CPU). JAX ")
+
+
+def test_no_jax_interpreter_says_so_and_where_to_go(monkeypatch):
+    monkeypatch.setenv("TPU_COURSE_PYTHON_JAX", sys.executable)  # framework_python's fallback: this (TF) kernel's
+    verdict, result = verdicts.jax_verdict(CPU)
+    assert verdict.works is None and result is None and "JAX is not installed" in verdict.found, verdict.line()
+    assert "notebook 09" in verdict.todo and "./course setup --tpu" in verdict.todo
+
+
+def test_a_tpu_vm_whose_jax_finds_no_tpu_does_not_work(tpu, monkeypatch):
+    """On a TPU VM the child keeps JAX's own platform choice: here it finds no TPU and takes the CPU, or fails when
+    told to use the TPU; both are "does not work" with what to do, never an exception."""
+    tpu()  # nothing holds the TPU
+    monkeypatch.delenv("JAX_PLATFORMS", raising=False)
+    verdict, result = verdicts.jax_verdict(KAGGLE_V5E_8)
+    assert verdict.works is False and result["device_type"] == "CPU" and "not on the TPU" in verdict.found
+    assert "no TPU it can use" in verdict.todo and "notebook 09" in verdict.todo
+    monkeypatch.setenv("JAX_PLATFORMS", "tpu")
+    verdict, result = verdicts.jax_verdict(KAGGLE_V5E_8)
+    assert verdict.works is False and result is None and "The JAX check failed" in verdict.found, verdict.found
+    assert "tpu" in verdict.found.lower().split("exit 1)", 1)[1] and "notebook 09" in verdict.todo
 
 
 # ------------------------------------------------------------------------------------------ TensorFlow
