@@ -32,7 +32,7 @@ def checkpoint() -> str:
 
 
 def one(option: str, model: str) -> dict:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests")]))
+    env = dict(os.environ, PYTHONPATH=str(ROOT))  # not tests/: torch_xla would import its folder tests/jax as `jax`
     env.pop("XLA_NO_SPECIAL_SCALARS", None)
     env.pop("PJRT_DEVICE", None)
     done = subprocess.run([sys.executable, str(SCRIPT), option, model], env=env, capture_output=True, text=True,
