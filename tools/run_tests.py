@@ -198,6 +198,10 @@ def main(argv: list[str]) -> int:
     os.environ.setdefault("TPU_COURSE_PROFILE", "ci")
     os.environ.setdefault("TPU_COURSE_SOLUTIONS", "1")  # exercises run with the reference answers: every check must pass
     os.environ["TPU_COURSE_TEST_RUN"] = "1"  # tests/conftest.py: a missing framework fails instead of skipping
+    # Tests run as a learner's runtime does, which sets no CI: with CI set, transformers lets its logs reach the root
+    # logger (transformers/utils/logging.py), torch_xla gives that logger a handler at import, and every warning
+    # prints twice (once as "WARNING:transformers...")
+    os.environ.pop("CI", None)
     os.environ["PYTHONSAFEPATH"] = "1"  # no `python -c` child of a test puts the checkout (its cwd) on sys.path
     if argv[:1] == ["--paths"]:
         # paths are what exists (or a test id, path::name); everything else, option values included, goes to pytest
