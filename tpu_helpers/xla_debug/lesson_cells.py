@@ -40,18 +40,25 @@ def bert_config(hidden, layers):
                       attn_implementation="eager")
 
 
-def train(model, optimizer, batches, run=None):
+def train(model, optimizer, batches, run=None, log_every=0, loss_fn=None):
     """Train on `batches` (dicts of CPU tensors), one graph per step; returns the last loss, still on the device."""
     device = torch_xla.device()
     model.train()
-    for batch in batches:
+    for step, batch in enumerate(batches):
         if run is not None:
             run.step(batch)  # optional: a StepRecorder notes each step for the slow-run detective
         with torch_xla.step():  # records the step, then runs its graph (torch_xla.sync()) at the end
-            loss = model(**{k: v.to(device) for k, v in batch.items()}).loss
+            batch = {k: v.to(device) for k, v in batch.items()}
+            if loss_fn is None:
+                loss = model(**batch).loss
+            else:  # your own loss on the logits
+                labels = batch.pop("labels")
+                loss = loss_fn(model(**batch).logits, labels)
             loss.backward()
             optimizer.step()
             optimizer.zero_grad()
+        if log_every and step % log_every == 0:
+            print(f"step {step}: loss {loss.item():.3f}")  # .item() waits for the device: read it rarely
     return loss
 
 
