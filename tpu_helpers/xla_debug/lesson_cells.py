@@ -116,7 +116,28 @@ def load_on_cpu(model, path):
     return model
 
 
-# ---- notebooks/06_pytorch_xla_under_the_hood.ipynb, cell 50: predict
+# ---- notebooks/06_pytorch_xla_under_the_hood.ipynb, cell 44: run_fresh, compilation_causes
+import os
+import subprocess
+import sys
+
+
+def run_fresh(script, *args, env=None, timeout=300):
+    """Run a Python script in a new process, where settings read at start take effect; raises when it fails."""
+    child = subprocess.run([sys.executable, "-c", script, *args], env={**os.environ, **(env or {})},
+                           capture_output=True, text=True, timeout=timeout)
+    if child.returncode:
+        raise RuntimeError(f"the script failed (exit {child.returncode}):\n{(child.stdout + child.stderr)[-2000:]}")
+    return child
+
+
+def compilation_causes(debug_log):
+    """The cause that PT_XLA_DEBUG_LEVEL=1 gives for each compilation, read from what the process printed."""
+    lines = debug_log.splitlines()
+    return [lines[i + 1].split(":", 1)[1].strip() for i, line in enumerate(lines[:-1]) if "Compilation Cause" in line]
+
+
+# ---- notebooks/06_pytorch_xla_under_the_hood.ipynb, cell 51: predict
 def predict(model, batch, bf16=False):
     """The model's logits for `batch` on the XLA device; `bf16`: autocast runs the matmuls in bfloat16."""
     device = torch_xla.device()
