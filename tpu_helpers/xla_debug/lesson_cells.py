@@ -7,6 +7,7 @@ Edit the cells in the notebook, then run ./course links (a test fails while this
 
 
 # ---- notebooks/06_pytorch_xla_under_the_hood.ipynb, cell 9: recorded_graph
+# in the section "2 · Lazy tensors: operations record a graph"
 import torch_xla
 
 
@@ -16,6 +17,7 @@ def recorded_graph(tensor):
 
 
 # ---- notebooks/06_pytorch_xla_under_the_hood.ipynb, cell 13: make_batch, bert_config, train
+# in the section "3 · Trace → compile → execute → cache, in a training loop"
 import torch
 import torch_xla
 from transformers import BertConfig
@@ -63,6 +65,7 @@ def train(model, optimizer, batches, run=None, log_every=0, loss_fn=None):
 
 
 # ---- notebooks/06_pytorch_xla_under_the_hood.ipynb, cell 20: report_entry, report_fallbacks
+# in the section "The metrics report: what torch_xla saw during the loop"
 import re
 
 
@@ -79,6 +82,7 @@ def report_fallbacks(report_text):
 
 
 # ---- notebooks/06_pytorch_xla_under_the_hood.ipynb, cell 23: make_loader, train_epoch, save_for_cpu, load_on_cpu
+# in the section "4 · The loop idioms: `MpDeviceLoader`, `xm.optimizer_step`, `xm.save`"
 import torch_xla.core.xla_model as xm
 import torch_xla.distributed.parallel_loader as pl
 from torch.utils.data import DataLoader, TensorDataset
@@ -117,6 +121,7 @@ def load_on_cpu(model, path):
 
 
 # ---- notebooks/06_pytorch_xla_under_the_hood.ipynb, cell 44: run_fresh, compilation_causes
+# in the section "6 · The next tools: `PT_XLA_DEBUG_LEVEL` and the persistent compile cache"
 import os
 import subprocess
 import sys
@@ -138,6 +143,7 @@ def compilation_causes(debug_log):
 
 
 # ---- notebooks/06_pytorch_xla_under_the_hood.ipynb, cell 51: predict
+# in the section "7 · The headline: 178 minutes in FP32, 106 in BF16"
 def predict(model, batch, bf16=False):
     """The model's logits for `batch` on the XLA device; `bf16`: autocast runs the matmuls in bfloat16."""
     device = torch_xla.device()
