@@ -60,7 +60,7 @@ def with_lora(model, r=8):
     return get_peft_model(model, config)
 
 
-# ---- notebooks/10_llm_lora_fsdp.ipynb, cell 19: FSDPv2Trainer, fsdp_v2_arguments
+# ---- notebooks/10_llm_lora_fsdp.ipynb, cell 19: FSDPv2Trainer, fsdp_v2_arguments, trained_weights
 from transformers import Trainer, TrainingArguments
 
 
@@ -85,12 +85,12 @@ def fsdp_v2_arguments(output_dir, *, global_batch, steps, learning_rate, layer_c
         logging_strategy="no", save_strategy="no", report_to="none")
 
 
-# ---- notebooks/10_llm_lora_fsdp.ipynb, cell 27: trained_weights, merged_checkpoint
 def trained_weights(model):
     """Every parameter on the CPU (a sharded one gathered), named without FSDP's ``_orig_module.``."""
     return {n.replace("_orig_module.", ""): p.detach().cpu() for n, p in model.named_parameters()}
 
 
+# ---- notebooks/10_llm_lora_fsdp.ipynb, cell 27: merged_checkpoint
 def merged_checkpoint(lora_cpu, trained_state, folder, tokenizer):
     """Load trained weights into a CPU copy of the LoRA model, merge the adapters, save as safetensors."""
     lora_cpu.load_state_dict(trained_state)
