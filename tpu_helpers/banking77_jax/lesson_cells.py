@@ -7,6 +7,7 @@ Edit the cells in the notebook, then run ./course links (a test fails while this
 
 
 # ---- notebooks/09_banking77_jax_flax.ipynb, cell 7: read_banking77, model_folder, load_tokenizer, encode
+# in the section "1 · The data, and what a query costs in tokens"
 import json
 from pathlib import Path
 
@@ -69,6 +70,7 @@ def encode(texts, labels, tokenizer: Tokenizer, row_length: int) -> list[dict]:
 
 
 # ---- notebooks/09_banking77_jax_flax.ipynb, cell 11: packed_rows, batches
+# in the section "2 · Packed rows: one shape, almost no padding"
 import grain
 
 
@@ -101,6 +103,7 @@ def batches(rows: list[dict], rows_per_step: int):
 
 
 # ---- notebooks/09_banking77_jax_flax.ipynb, cell 16: BertConfig, attention_mask, BertLayer, BertClassifier, load_bert, make_model
+# in the section "3 · BERT in Flax NNX, and attention that keeps the queries apart"
 from dataclasses import dataclass, fields
 
 import jax
@@ -232,6 +235,7 @@ def make_model(name: str, vocab_size: int, num_labels: int, *, dtype=jnp.float32
 
 
 # ---- notebooks/09_banking77_jax_flax.ipynb, cell 21: make_mesh, make_train_step, on_mesh
+# in the section "4 · Every device: a mesh, a sharded batch, replicated weights"
 import optax
 from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
@@ -274,6 +278,7 @@ def on_mesh(mesh, params, opt_state, batch):
 
 
 # ---- notebooks/09_banking77_jax_flax.ipynb, cell 29: CompileCounter, predict, train
+# in the section "5 · Training: one compilation for the whole run"
 import time
 from collections import Counter
 
@@ -332,6 +337,7 @@ def train(params, opt_state, train_step, examples, *, epochs, row_length, max_qu
 
 
 # ---- notebooks/09_banking77_jax_flax.ipynb, cell 37: save_params, restore_into
+# in the section "6 · A checkpoint with Orbax"
 import orbax.checkpoint as ocp
 
 
@@ -352,6 +358,7 @@ def restore_into(model: nnx.Module, path: Path) -> nnx.Module:
 
 
 # ---- notebooks/09_banking77_jax_flax.ipynb, cell 43: main
+# in the section "8 · The same lesson as a script"
 import argparse
 
 from sklearn.metrics import f1_score
