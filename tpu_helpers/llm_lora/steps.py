@@ -1,6 +1,7 @@
 """Notebook 10's plumbing and measurements: input checks, compilations per step, shards, HLO, replay, reload."""
 from __future__ import annotations
 
+import atexit
 import os
 import re
 import subprocess
@@ -19,20 +20,27 @@ class LessonInputError(ValueError):
     """A parameter of notebook 10 that cannot work; the message says what to change."""
 
 
-_DUMPS: list[tempfile.TemporaryDirectory] = []  # the dump folder lives as long as the process: XLA writes until then
+_DUMPS: list[tempfile.TemporaryDirectory] = []  # XLA writes into the folder at every compilation, until removed
 
 
 def dump_compiled_hlo() -> Path:
-    """Ask XLA to write each compiled training graph's HLO as text (XLA_FLAGS: set before the runtime starts) into a
-    folder of this process's own, removed when Python exits."""
+    """Ask XLA to write each compiled graph's HLO as text (XLA_FLAGS: set before the runtime starts) into a folder of
+    this process's own (`remove_hlo_dumps`, or Python's exit, removes it)."""
     flags = os.environ.get("XLA_FLAGS", "")
     if DUMP_FLAG in flags:  # a rerun in this kernel: the runtime read the flags already
         return Path(flags.split(DUMP_FLAG)[1].split()[0])
     _DUMPS.append(tempfile.TemporaryDirectory(prefix="tpu-course-10-hlo-"))
+    atexit.register(_DUMPS[-1].cleanup)  # again at exit: XLA recreates the folder at a compilation after a cleanup
     folder = Path(_DUMPS[-1].name)
     os.environ["XLA_FLAGS"] = (f"{flags} {DUMP_FLAG}{folder} --xla_dump_hlo_as_text "
                                "--xla_dump_hlo_module_re=SyncTensorsGraph").strip()
     return folder
+
+
+def remove_hlo_dumps() -> None:
+    """Remove the dump folder this process made (XLA recreates it at a later compilation: Python's exit removes it)."""
+    for folder in _DUMPS:
+        folder.cleanup()
 
 
 def check_devices(devices: int, replicas: int, is_tpu: bool) -> None:
