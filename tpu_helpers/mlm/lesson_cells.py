@@ -317,7 +317,7 @@ def check_enough_blocks(stats, global_batch, *, characters=None):
         "PER_REPLICA_BATCH (the global batch is that times the number of replicas).")
 
 
-# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 24: shard_name, ShardInfo, Manifest, read_manifest, write_atomic, serialize, ShardReport, write_shards
+# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 24: shard_name, ShardInfo, Manifest, read_manifest
 import dataclasses
 import hashlib
 import json
@@ -392,6 +392,7 @@ def read_manifest(folder):
         raise RuntimeError(f"{path} is not a valid manifest ({e}); rerun write_shards() to rebuild it") from None
 
 
+# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 25: write_atomic, serialize, ShardReport, write_shards
 def write_atomic(local_file, final):
     """Copy a local file to `final` (local or gs://) under a .partial name, then rename: whole, or not at all."""
     partial = f"{final}.partial-{uuid.uuid4().hex[:8]}"
@@ -475,7 +476,7 @@ def write_shards(blocks, out_dir, *, prefix="train", records_per_shard=1000, met
     return ShardReport(out_dir, manifest, written, skipped, time.perf_counter() - start)
 
 
-# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 31: MaskingSpec, mask_tokens, shard_files, make_mlm_dataset
+# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 32: MaskingSpec, mask_tokens, shard_files, make_mlm_dataset
 @dataclasses.dataclass(frozen=True)
 class MaskingSpec:
     """What MLM masking needs from the tokenizer, as plain ints (cheap to pass into tf.data)."""
@@ -577,7 +578,7 @@ def make_mlm_dataset(folder, spec, *, batch_size, block_size=128, shuffle=True, 
     return batches.map(finish, num_parallel_calls=autotune).prefetch(autotune)
 
 
-# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 32: show_masked_example
+# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 33: show_masked_example
 def show_masked_example(batch, tokenizer, *, row=0, max_tokens=48):
     """One row of a masked batch as text: ``[<mask>→the]`` where the model must guess ``the``, ``[~of→the]`` for
     a random replacement and ``[=the]`` for a selected token left unchanged; other tokens plain."""
@@ -596,7 +597,7 @@ def show_masked_example(batch, tokenizer, *, row=0, max_tokens=48):
     return " ".join(words).replace("▁", "")
 
 
-# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 39: MaskedAccuracy, build_model
+# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 40: MaskedAccuracy, build_model
 import tensorflow as tf
 import tf_keras as keras  # transformers' TensorFlow models are tf-keras (Keras 2) models
 from transformers import TFAutoModelForMaskedLM, create_optimizer
@@ -627,7 +628,7 @@ def build_model(strategy, config, *, learning_rate, total_steps, warmup_steps, s
     return model
 
 
-# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 46: optimizer_step, restore_latest, train
+# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 47: optimizer_step, restore_latest, train
 def optimizer_step(model):
     """The optimizer's step counter (.numpy() first: under a MirroredStrategy it is a MirroredVariable, no int)."""
     return int(model.optimizer.iterations.numpy())
@@ -654,7 +655,7 @@ def train(model, dataset, until_step, ckpt_dir, callbacks=()):
     return manager
 
 
-# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 47: StepLog, TrainingPlan, _duration
+# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 48: StepLog, TrainingPlan, _duration
 class StepLog(keras.callbacks.Callback):
     """Each host round trip of `fit` (one per `steps_per_execution` steps): its steps, seconds and running loss."""
 
@@ -738,7 +739,7 @@ def _duration(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
 
 
-# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 58: fill_mask_pipeline, masked_sentences
+# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 59: fill_mask_pipeline, masked_sentences
 def fill_mask_pipeline(model, tokenizer, *, top_k=5):
     """transformers' fill-mask pipeline for a TensorFlow model (`framework="tf"`; `dtype=None` keeps the model's)."""
     from transformers import pipeline
@@ -779,7 +780,7 @@ def masked_sentences(texts, *, count=3, seed=0, max_chars=90, mask="<mask>", tok
     raise ValueError(f"found only {len(out)} lines with a word to mask (need {count}): is the corpus text?")
 
 
-# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 64: main
+# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 65: main
 import argparse
 import math
 
@@ -850,7 +851,7 @@ def main(argv=None):
     print(f"checkpoint {manager.latest_checkpoint}; model and tokenizer in {args.output_dir}")
 
 
-# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 78: to_tf_dataset_baseline, per_record_baseline
+# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 79: to_tf_dataset_baseline, per_record_baseline
 import datasets
 from transformers import DataCollatorForLanguageModeling
 
