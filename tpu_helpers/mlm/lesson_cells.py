@@ -7,6 +7,7 @@ Edit the cells in the notebook, then run ./course links (a test fails while this
 
 
 # ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 8: make_strategy
+# in the section "04 · A RoBERTa masked language model from scratch, in TensorFlow, on your own text"
 import tensorflow as tf
 
 
@@ -28,6 +29,7 @@ def make_strategy(tpu=None, cpu_replicas=1):
 
 
 # ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 11: Corpus, read_text_lines, load_corpus, filter_lines
+# in the section "1 · Corpus"
 import codecs
 import dataclasses
 
@@ -108,6 +110,7 @@ def filter_lines(corpus):
 
 
 # ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 12: CorpusSummary, summarize_corpus
+# in the section "1 · Corpus"
 from dataclasses import dataclass
 
 import numpy as np
@@ -158,6 +161,7 @@ def summarize_corpus(corpus):
 
 
 # ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 16: train_unigram_tokenizer, roberta_config, check_config_matches_tokenizer
+# in the section "2 · Tokenizer and model config"
 from tokenizers import AddedToken, Tokenizer, decoders, normalizers, pre_tokenizers, processors
 from tokenizers.models import Unigram
 from tokenizers.trainers import UnigramTrainer
@@ -240,6 +244,7 @@ def check_config_matches_tokenizer(config, tokenizer, *, block_size=128):
 
 
 # ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 20: ChunkStats, BlockChunker, tokenize_and_chunk, check_enough_blocks
+# in the section "3 · Blocks of `BLOCK_SIZE` tokens, nothing truncated"
 import itertools
 from dataclasses import dataclass
 
@@ -318,6 +323,7 @@ def check_enough_blocks(stats, global_batch, *, characters=None):
 
 
 # ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 24: shard_name, ShardInfo, Manifest, read_manifest
+# in the section "4 · TFRecord shards with a manifest, in the bucket"
 import dataclasses
 import hashlib
 import json
@@ -393,6 +399,7 @@ def read_manifest(folder):
 
 
 # ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 25: write_atomic, serialize, ShardReport, write_shards
+# in the section "4 · TFRecord shards with a manifest, in the bucket"
 def write_atomic(local_file, final):
     """Copy a local file to `final` (local or gs://) under a .partial name, then rename: whole, or not at all."""
     partial = f"{final}.partial-{uuid.uuid4().hex[:8]}"
@@ -477,6 +484,7 @@ def write_shards(blocks, out_dir, *, prefix="train", records_per_shard=1000, met
 
 
 # ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 32: MaskingSpec, mask_tokens, shard_files, make_mlm_dataset
+# in the section "5 · The input pipeline: batch, then parse, then mask"
 @dataclasses.dataclass(frozen=True)
 class MaskingSpec:
     """What MLM masking needs from the tokenizer, as plain ints (cheap to pass into tf.data)."""
@@ -579,6 +587,7 @@ def make_mlm_dataset(folder, spec, *, batch_size, block_size=128, shuffle=True, 
 
 
 # ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 33: show_masked_example
+# in the section "5 · The input pipeline: batch, then parse, then mask"
 def show_masked_example(batch, tokenizer, *, row=0, max_tokens=48):
     """One row of a masked batch as text: ``[<mask>→the]`` where the model must guess ``the``, ``[~of→the]`` for
     a random replacement and ``[=the]`` for a selected token left unchanged; other tokens plain."""
@@ -598,6 +607,7 @@ def show_masked_example(batch, tokenizer, *, row=0, max_tokens=48):
 
 
 # ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 40: MaskedAccuracy, build_model
+# in the section "6 · Model, optimizer and metric inside `strategy.scope()`"
 import tensorflow as tf
 import tf_keras as keras  # transformers' TensorFlow models are tf-keras (Keras 2) models
 from transformers import TFAutoModelForMaskedLM, create_optimizer
@@ -629,6 +639,7 @@ def build_model(strategy, config, *, learning_rate, total_steps, warmup_steps, s
 
 
 # ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 47: optimizer_step, restore_latest, train
+# in the section "7 · The plan, then train, checkpoint, and resume after a restart"
 def optimizer_step(model):
     """The optimizer's step counter (.numpy() first: under a MirroredStrategy it is a MirroredVariable, no int)."""
     return int(model.optimizer.iterations.numpy())
@@ -656,6 +667,7 @@ def train(model, dataset, until_step, ckpt_dir, callbacks=()):
 
 
 # ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 48: StepLog, TrainingPlan, _duration
+# in the section "7 · The plan, then train, checkpoint, and resume after a restart"
 class StepLog(keras.callbacks.Callback):
     """Each host round trip of `fit` (one per `steps_per_execution` steps): its steps, seconds and running loss."""
 
@@ -740,6 +752,7 @@ def _duration(seconds: float) -> str:
 
 
 # ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 59: fill_mask_pipeline, masked_sentences
+# in the section "8 · Use it: reload from the checkpoint, fill in the blanks"
 def fill_mask_pipeline(model, tokenizer, *, top_k=5):
     """transformers' fill-mask pipeline for a TensorFlow model (`framework="tf"`; `dtype=None` keeps the model's)."""
     from transformers import pipeline
@@ -781,6 +794,7 @@ def masked_sentences(texts, *, count=3, seed=0, max_chars=90, mask="<mask>", tok
 
 
 # ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 65: main
+# in the section "The same lesson as a script"
 import argparse
 import math
 
@@ -852,6 +866,7 @@ def main(argv=None):
 
 
 # ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 79: to_tf_dataset_baseline, per_record_baseline
+# in the section "Why? D · Batch, then parse: three pipelines measured side by side"
 import datasets
 from transformers import DataCollatorForLanguageModeling
 
