@@ -2,7 +2,7 @@
 text the test writes, in a process where `import tpu_helpers` fails."""
 import re
 
-from course_support import run_example
+from course_support.examples import run_example
 
 from tpu_helpers.shared import synthetic_text
 
