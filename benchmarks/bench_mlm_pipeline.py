@@ -8,7 +8,7 @@
   records first, one ``tf.io.parse_example`` per batch, TF-native masking.
 
 The same 20,000 blocks of 128 random ids (``--quick``: 4,000), batch 64, the same masking statistics; each
-pipeline is built once and then measured in interleaved rounds (`tpu_helpers.mlm.lesson_cells.compare_pipelines`).
+pipeline is built once and then measured in interleaved rounds (`tpu_helpers.mlm.claims.compare_pipelines`).
 """
 from __future__ import annotations
 
@@ -46,10 +46,10 @@ def run(quick: bool) -> Benchmark:
     frameworks.use_framework("tf")
     import numpy as np
 
+    from tpu_helpers.mlm.claims import compare_pipelines
     from tpu_helpers.mlm.lesson_cells import (
         SPECIAL_TOKENS,
         MaskingSpec,
-        compare_pipelines,
         make_mlm_dataset,
         per_record_baseline,
         to_tf_dataset_baseline,

@@ -51,9 +51,10 @@ def main(argv: list[str] | None = None) -> None:
     from transformers import TFAutoModelForMaskedLM, create_optimizer
 
     from tpu_helpers.mlm.claims import masked_loss, scramble_context, unigram_entropy
-    from tpu_helpers.mlm.corpus import filter_lines, load_corpus
+    from tpu_helpers.mlm.corpus import load_course_corpus
     from tpu_helpers.mlm.lesson_cells import (
         MaskingSpec,
+        filter_lines,
         make_mlm_dataset,
         roberta_config,
         tokenize_and_chunk,
@@ -61,7 +62,7 @@ def main(argv: list[str] | None = None) -> None:
         write_shards,
     )
 
-    corpus = filter_lines(load_corpus(a.corpus, max_lines=a.max_lines, offline_max_chars=1_000_000, verbose=False))
+    corpus = filter_lines(load_course_corpus(a.corpus, max_lines=a.max_lines, offline_max_chars=1_000_000))
     tokenizer = train_unigram_tokenizer(corpus.dataset, a.vocab, block_size=a.block)
     blocks, _ = tokenize_and_chunk(corpus, tokenizer, block_size=a.block, progress=False)
     spec = MaskingSpec.from_tokenizer(tokenizer)

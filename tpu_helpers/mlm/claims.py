@@ -1,9 +1,13 @@
-"""What notebook 04's masked LM must beat to have learned more than word frequencies (docs/benchmarks.md)."""
+"""Notebook 04's measurements: what its masked LM must beat to read the context (docs/benchmarks.md), and the
+input pipelines timed side by side."""
 from __future__ import annotations
 
-from typing import Any, Sequence
+import time
+from typing import Any, Callable, Sequence
 
 import numpy as np
+
+from tpu_helpers.core.timing import Benchmark, Candidate
 
 # from this many training blocks (steps x global batch) up every measured run read the context (docs/benchmarks.md)
 CONTEXT_BLOCKS_MEASURED = 96_000
@@ -73,3 +77,32 @@ def scramble_context(batch: dict, special_ids: Sequence[int], seed: int = 0) -> 
         cols = np.flatnonzero(movable[row])
         ids[row, cols] = ids[row, rng.permutation(cols)]
     return {**batch, "input_ids": ids}
+
+
+def compare_pipelines(pipelines: dict[str, Callable[[], Any]], *, rounds: int = 3, seconds: float = 1.0,
+                      warmup_steps: int = 3, progress: bool = False) -> Benchmark:
+    """samples/s of each `tf.data` pipeline, timed in interleaved rounds; the baseline is the slowest."""
+    from tqdm.auto import tqdm
+
+    def rows(batch: Any) -> int:  # a dict of features, or a (features, labels) pair
+        return int((batch[0] if isinstance(batch, tuple) else batch)["input_ids"].shape[0])
+
+    iterators = {name: iter(make()) for name, make in pipelines.items()}
+    batches = sorted({rows(next(it)) for it in iterators.values()})  # each pipeline's batch size, from its first batch
+    for it in iterators.values():
+        for _ in range(warmup_steps):
+            next(it)
+    values: dict[str, list[float]] = {name: [] for name in pipelines}
+    with tqdm(total=rounds * len(pipelines), desc="measuring pipelines", unit="run", disable=not progress) as bar:
+        for _ in range(rounds):
+            for name, it in iterators.items():  # each round times every pipeline: a busy moment hits them alike
+                samples, start = 0, time.perf_counter()
+                while (elapsed := time.perf_counter() - start) < seconds:
+                    samples += rows(next(it))
+                values[name].append(samples / elapsed)
+                bar.update(1)
+    bench = Benchmark("pipelines", f"input pipelines, batch {'/'.join(map(str, batches))}, {rounds} rounds of "
+                                   f"{seconds:g} s each",
+                      [Candidate(name, v, "samples/s") for name, v in values.items()], baseline="")
+    bench.baseline = min(bench.medians, key=bench.medians.get)
+    return bench

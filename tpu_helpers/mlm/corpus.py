@@ -1,113 +1,71 @@
-"""Notebook 04's corpus (`load_corpus`): WikiText, the Python docs' prose, generated text, or the learner's own."""
+"""Notebook 04's ``CORPUS`` values: the course's built-ins as what its `load_corpus` cell reads, Hub errors made clear."""
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-import hashlib
-import os
-import re
 import sys
-import zlib
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, NamedTuple
 
-from tpu_helpers.core.hub import HubUnavailableError, hub_access, hub_offline, hub_reachable, pinned_revision
-from tpu_helpers.mlm.sources import Corpus, load_hub_dataset, load_text_files, parse_corpus_source
-from tpu_helpers.shared import synthetic_text
+from tpu_helpers.core.hub import hub_access, hub_offline, hub_reachable, pinned_revision
+from tpu_helpers.mlm.gcs import split_gcs_path
+from tpu_helpers.mlm.sources import offline_text_file, python_docs_text_file
 
-
-def load_wikitext(config: str = "wikitext-103-raw-v1") -> Corpus:
-    """WikiText-103 raw (the seed's corpus) from the Hub or its cache; offline: a RuntimeError saying what to do."""
-    import datasets
-
-    repo = "Salesforce/wikitext"  # the Hub's script-free (parquet) home of the seed's wikitext
-    with hub_access(f"{repo} ({config})", "Use an offline corpus (CORPUS='python-docs', real English, or 'offline', "
-                    "generated), or run once with network access so that datasets caches it."):
-        ds = datasets.load_dataset(repo, config, split="train", revision=pinned_revision(repo))
-    return Corpus(ds, f"{repo} {config} [train]", "wikitext",
-                  "WikiText-103: Wikipedia Good and Featured articles, raw text (the seed's corpus).")
+BUILTIN = ("auto", "wikitext", "python-docs", "offline")
+WIKITEXT = "Salesforce/wikitext"  # the Hub's script-free (parquet) home of the seed's wikitext
+OFFLINE_CHOICE = ("Use an offline corpus (CORPUS='python-docs', real English, or 'offline', generated), text files "
+                  "(CORPUS='path/to/folder' or 'gs://BUCKET/path'), or run once with network access so that datasets "
+                  "caches it.")
 
 
-def python_docs_paragraphs() -> list[str]:
-    """The prose paragraphs of the Python Language Reference (``pydoc_data.topics``), one a line."""
-    from pydoc_data import topics
+class CourseCorpus(NamedTuple):
+    """Where a ``CORPUS`` value's text is (a .txt file, a folder, gs:// or ``hf:NAME:CONFIG:COLUMN``), and what it is."""
 
-    out = []
-    for text in topics.topics.values():
-        for paragraph in re.split(r"\n\s*\n", text):
-            line = " ".join(paragraph.split())
-            prose = sum(c.isalpha() or c == " " for c in line) >= 0.85 * len(line)
-            if prose and len(line.split()) >= 8 and not line.startswith(">" * 3):  # not an interactive example
-                out.append(line)
-    return out
+    location: str
+    kind: str  # wikitext, python-docs, offline, or yours
+    revision: str | None  # the course's pinned commit of a Hub dataset
+    description: str
 
 
-def _cached_text_corpus(recipe: str, paragraphs: Iterable[str]) -> Any:
-    """Write `paragraphs` once to a train.txt in the course's cache (one in 50 held out) and load it."""
-    import datasets
-
-    folder = Path(os.environ.get("TPU_COURSE_CACHE", Path.home() / ".cache" / "tpu-course")) / recipe
-    train = folder / "train.txt"
-    if not train.exists():
-        folder.mkdir(parents=True, exist_ok=True)
-        tmp = train.with_suffix(f".txt.partial-{os.getpid()}")
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.writelines(text + "\n" for text in paragraphs if zlib.crc32(text.encode()) % 50)  # the measured runs' data
-        os.replace(tmp, train)
-    return datasets.load_dataset("text", data_files=str(train), split="train", cache_dir=str(folder / "hf-cache"))
-
-
-def _load_builtin(kind: str, *, offline_max_chars: int | None, verbose: bool) -> Corpus:
-    """A built-in corpus; "auto": WikiText, else (offline, or the Hub unreachable) the Python docs' prose."""
-    say = print if verbose else (lambda *_: None)
+def course_corpus(value: str, *, offline_max_chars: int | None = 2_000_000, verbose: bool = True) -> CourseCorpus:
+    """A ``CORPUS`` value: "auto" (WikiText, offline the Python docs), "wikitext", "python-docs", "offline", or yours."""
+    text, kind = str(value).strip(), str(value).strip().lower()
+    if kind not in BUILTIN:
+        if text[:3].lower() == "gs:":
+            split_gcs_path(text)  # ValueError for gs:/x, GS://x or a bad bucket name
+        elif not text.lower().startswith("hf:"):
+            text = str(Path(text).expanduser())
+        return CourseCorpus(text, "yours", None, "Your text: read line by line (UTF-8), one document per line.")
     if kind == "auto" and (hub_offline() or not hub_reachable()):
-        say("The Hugging Face Hub is offline or unreachable: using the Python docs' prose (real English, offline).")
+        if verbose:
+            print("The Hugging Face Hub is offline or unreachable: using the Python docs' prose (real English, offline).")
         kind = "python-docs"
-    if kind in ("wikitext", "auto"):
-        try:
-            return load_wikitext()
-        except HubUnavailableError as e:
-            if kind == "wikitext":
-                raise
-            say(f"WikiText-103 unavailable, using the Python docs' prose instead ({e})")
-    if kind == "offline":  # the same everywhere: tpu_helpers.shared.synthetic_text
-        chars = 2_000_000 if offline_max_chars is None else offline_max_chars
-        key = hashlib.sha256(f"synthetic-v{synthetic_text.VERSION}|{offline_max_chars}|50".encode()).hexdigest()[:10]
-        ds = _cached_text_corpus(f"offline-corpus-{key}", synthetic_text.iter_paragraphs(max_chars=chars))
-        return Corpus(ds, "offline synthetic text [train]", "offline",
-                      "Offline corpus: English-like paragraphs generated by tpu_helpers.shared.synthetic_text (up to "
-                      f"{offline_max_chars:,} characters), the same on every machine; no download.")
-    paragraphs = python_docs_paragraphs()  # real English that ships with Python (it changes with its version)
-    key = hashlib.sha256("\n".join(paragraphs).encode() + b"|50").hexdigest()[:10]
-    ds = _cached_text_corpus(f"python-docs-{key}", paragraphs)
-    return Corpus(ds, f"Python {'%d.%d' % sys.version_info[:2]} Language Reference prose [train]", "python-docs",
-                  "Real English offline: the prose of the Python Language Reference that ships with Python "
-                  "(pydoc_data.topics, what help('for') prints), one paragraph a line; no download.")
+    if kind in ("auto", "wikitext"):
+        return CourseCorpus(f"hf:{WIKITEXT}:wikitext-103-raw-v1:text", "wikitext", pinned_revision(WIKITEXT),
+                            "WikiText-103: Wikipedia Good and Featured articles, raw text (the seed's corpus).")
+    if kind == "offline":
+        return CourseCorpus(offline_text_file(offline_max_chars), "offline", None,
+                            "English-like paragraphs generated by tpu_helpers.shared.synthetic_text, the same on "
+                            "every machine; no download.")
+    return CourseCorpus(python_docs_text_file(), "python-docs", None,
+                        f"Real English offline: the prose of the Python {'%d.%d' % sys.version_info[:2]} Language "
+                        "Reference (pydoc_data.topics, what help('for') prints), one paragraph a line.")
 
 
-def load_corpus(kind: str = "auto", *, max_lines: int | None = None, offline_max_chars: int | None = 2_000_000,
-                verbose: bool = True) -> Corpus:
-    """Notebook 04's ``CORPUS`` (the train split): "auto", "wikitext", "python-docs", "offline", or your own text."""
-    source, location, config, column = parse_corpus_source(kind)
-    if source in ("local", "gcs"):
-        corpus = load_text_files(location, max_lines=max_lines, progress=verbose)
-    elif source == "hub":
-        corpus = load_hub_dataset(location, config, column, max_lines=max_lines)
-    else:
-        corpus = _load_builtin(location, offline_max_chars=offline_max_chars, verbose=verbose)
-        if max_lines is not None:
-            corpus.dataset = corpus.dataset.select(range(min(max_lines, len(corpus.dataset))))
-    if verbose:
-        print(corpus)
-    return corpus
+def hub_errors(location: str) -> contextlib.AbstractContextManager[Any]:
+    """Around loading an ``hf:`` corpus: an offline or unreachable Hub is one clear error (`core.hub`)."""
+    if not str(location).startswith("hf:"):
+        return contextlib.nullcontext()
+    name, _, rest = str(location)[3:].partition(":")
+    return hub_access(f"the dataset {name!r} ({rest or 'default'}, split 'train')", OFFLINE_CHOICE)
 
 
-def filter_lines(corpus: Corpus, *, min_chars: int = 1) -> Corpus:
-    """Drop lines shorter than `min_chars` after stripping (WikiText's empty lines); never returns empty."""
-    before = len(corpus.dataset)
-    ds = corpus.dataset.filter(lambda batch: [len(t.strip()) >= min_chars for t in batch["text"]], batched=True,
-                               desc="filtering lines")
-    if len(ds) == 0:
-        raise ValueError(
-            f"no text left in {corpus.name}: all {before:,} lines are shorter than {min_chars} characters after "
-            "stripping. Lower min_chars, or check the corpus (a wrong split, or max_lines too small?).")
-    return dataclasses.replace(corpus, dataset=ds)
+def load_course_corpus(value: str = "auto", *, max_lines: int | None = None,
+                       offline_max_chars: int | None = 2_000_000, verbose: bool = False) -> Any:
+    """Notebook 04's `load_corpus` cell on a ``CORPUS`` value; `source` names a built-in (tests, benchmarks)."""
+    from tpu_helpers.mlm.lesson_cells import load_corpus
+
+    where = course_corpus(value, offline_max_chars=offline_max_chars, verbose=verbose)
+    with hub_errors(where.location):
+        corpus = load_corpus(where.location, max_lines=max_lines, revision=where.revision)
+    return corpus if where.kind == "yours" else dataclasses.replace(corpus, source=where.kind)

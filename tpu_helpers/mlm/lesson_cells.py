@@ -6,7 +6,110 @@ Edit the cells in the notebook, then run ./course links (a test fails while this
 # ruff: noqa: E402, F811, I001  (the cells' own imports, cell by cell, as the learner reads them)
 
 
-# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 8: CorpusSummary, summarize_corpus
+# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 8: make_strategy
+# in the section "04 · A RoBERTa masked language model from scratch, in TensorFlow, on your own text"
+import tensorflow as tf
+
+
+def make_strategy(tpu=None, cpu_replicas=1):
+    """A TPUStrategy for `tpu` ("local" on a TPU VM), else every GPU, else the CPU split into `cpu_replicas` replicas."""
+    if tpu:
+        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu)
+        tf.config.experimental_connect_to_cluster(resolver)
+        tf.tpu.experimental.initialize_tpu_system(resolver)  # wipes the TPU's memory: connect before any model
+        return tf.distribute.TPUStrategy(resolver)  # one replica per TPU core
+    if tf.config.list_physical_devices("GPU"):
+        return tf.distribute.MirroredStrategy()  # one replica per GPU
+    if cpu_replicas > 1:  # logical CPU devices: only before anything else has used TensorFlow's devices
+        cpu = tf.config.list_physical_devices("CPU")[0]
+        if len(tf.config.get_logical_device_configuration(cpu) or []) != cpu_replicas:  # not again when re-run
+            tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * cpu_replicas)
+        return tf.distribute.MirroredStrategy([d.name for d in tf.config.list_logical_devices("CPU")])
+    return tf.distribute.get_strategy()  # the default strategy: one device
+
+
+# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 11: Corpus, read_text_lines, load_corpus, filter_lines
+# in the section "1 · Corpus"
+import codecs
+import dataclasses
+
+import datasets
+import tensorflow as tf
+
+
+@dataclasses.dataclass
+class Corpus:
+    """One `text` column in a `datasets.Dataset`, with its name and where it came from (local, gcs or hub)."""
+
+    dataset: datasets.Dataset
+    name: str
+    source: str
+
+    @property
+    def lines(self):
+        return len(self.dataset)
+
+    def characters(self):
+        return sum(len(t) for t in self.dataset["text"])
+
+
+def read_text_lines(path):
+    """The lines of one UTF-8 text file, local or gs://; a ValueError names the line and byte that are not UTF-8."""
+    data = tf.io.gfile.GFile(path, "rb").read().removeprefix(codecs.BOM_UTF8)
+    try:
+        lines = data.decode("utf-8").splitlines()
+    except UnicodeDecodeError as e:
+        line, byte = data.count(b"\n", 0, e.start) + 1, e.start - data.rfind(b"\n", 0, e.start)
+        raise ValueError(f"{path}, line {line}, byte {byte}: not UTF-8 ({data[e.start:e.start + 4]!r}; a binary "
+                         f"file?). Convert it, e.g. `iconv -f LATIN1 -t UTF-8 {path} > fixed.txt` (its real "
+                         "encoding), or leave it out.") from None
+    if not any(line.strip() for line in lines):
+        raise ValueError(f"{path} is empty: remove it from the folder or put text in it.")
+    return lines
+
+
+def load_corpus(location, *, max_lines=None, revision=None):
+    """Your text: a .txt file or a folder of them (local or gs://), or "hf:NAME:CONFIG:COLUMN", a Hub dataset."""
+    location = str(location)
+    if location.startswith("hf:"):
+        name, config, column = (location[3:].split(":") + ["", ""])[:3]
+        column = column or "text"
+        ds = datasets.load_dataset(name, config or None, split="train", revision=revision)
+        if getattr(ds.features.get(column), "dtype", None) not in ("string", "large_string"):
+            raise ValueError(f"the dataset {name!r} has no text column {column!r}; its columns: {ds.column_names}. "
+                             f"Name the text column: 'hf:{name}:{config}:COLUMN'.")
+        ds = ds.select_columns([column]).rename_column(column, "text") if column != "text" else ds.select_columns([column])
+        ds = ds.select(range(min(max_lines or len(ds), len(ds))))
+        return Corpus(ds.filter(lambda batch: [t is not None for t in batch["text"]], batched=True), location, "hub")
+    location = location.rstrip("/") or location
+    if not tf.io.gfile.exists(location):
+        raise ValueError(f"CORPUS={location!r}: no such file or folder. Use a .txt file or a folder of them (local or "
+                         "gs://BUCKET/path), or 'hf:NAME:CONFIG:COLUMN' for a Hugging Face dataset.")
+    files = [location]
+    if tf.io.gfile.isdir(location):
+        files = sorted(f"{root.rstrip('/')}/{name}" for root, _, names in tf.io.gfile.walk(location)
+                       for name in names if name.lower().endswith(".txt"))
+        if not files:
+            raise ValueError(f"no .txt file in {location}: CORPUS reads UTF-8 files named *.txt, one document a line.")
+    lines = []
+    for path in files:
+        if max_lines is not None and len(lines) >= max_lines:
+            break
+        lines += read_text_lines(path)
+    return Corpus(datasets.Dataset.from_dict({"text": lines[:max_lines]}), location,
+                  "gcs" if location.startswith("gs://") else "local")
+
+
+def filter_lines(corpus):
+    """Drop the empty lines (the seed tokenizes each as `<s></s>`); a ValueError when no line is left."""
+    ds = corpus.dataset.filter(lambda batch: [bool(t.strip()) for t in batch["text"]], batched=True)
+    if len(ds) == 0:
+        raise ValueError(f"no text left in {corpus.name}: all {corpus.lines:,} lines are empty. Check the corpus "
+                         "(a wrong split, or max_lines too small?).")
+    return dataclasses.replace(corpus, dataset=ds)
+
+
+# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 12: CorpusSummary, summarize_corpus
 # in the section "1 · Corpus"
 from dataclasses import dataclass
 
@@ -57,7 +160,7 @@ def summarize_corpus(corpus):
                          len(set(joined)), spaces / max(chars, 1), non_ascii / max(chars, 1))
 
 
-# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 12: train_unigram_tokenizer, roberta_config, check_config_matches_tokenizer
+# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 16: train_unigram_tokenizer, roberta_config, check_config_matches_tokenizer
 # in the section "2 · Tokenizer and model config"
 from tokenizers import AddedToken, Tokenizer, decoders, normalizers, pre_tokenizers, processors
 from tokenizers.models import Unigram
@@ -140,7 +243,7 @@ def check_config_matches_tokenizer(config, tokenizer, *, block_size=128):
                            + "\nFix: build it with roberta_config(tokenizer).")
 
 
-# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 16: ChunkStats, BlockChunker, tokenize_and_chunk, check_enough_blocks
+# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 20: ChunkStats, BlockChunker, tokenize_and_chunk, check_enough_blocks
 # in the section "3 · Blocks of `BLOCK_SIZE` tokens, nothing truncated"
 import itertools
 from dataclasses import dataclass
@@ -219,7 +322,7 @@ def check_enough_blocks(stats, global_batch, *, characters=None):
         "PER_REPLICA_BATCH (the global batch is that times the number of replicas).")
 
 
-# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 20: shard_name, ShardInfo, Manifest, read_manifest, write_atomic, serialize, ShardReport, write_shards
+# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 24: shard_name, ShardInfo, Manifest, read_manifest
 # in the section "4 · TFRecord shards with a manifest, in the bucket"
 import dataclasses
 import hashlib
@@ -227,13 +330,11 @@ import json
 import os
 import posixpath
 import re
-import shutil
+import tempfile
 import time
 import uuid
 
 import tensorflow as tf
-
-from tpu_helpers.core.tempdirs import course_temp_dir
 
 FEATURE = "input_ids"  # one int64 list per record
 MANIFEST_NAME = "manifest.json"
@@ -297,6 +398,8 @@ def read_manifest(folder):
         raise RuntimeError(f"{path} is not a valid manifest ({e}); rerun write_shards() to rebuild it") from None
 
 
+# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 25: write_atomic, serialize, ShardReport, write_shards
+# in the section "4 · TFRecord shards with a manifest, in the bucket"
 def write_atomic(local_file, final):
     """Copy a local file to `final` (local or gs://) under a .partial name, then rename: whole, or not at all."""
     partial = f"{final}.partial-{uuid.uuid4().hex[:8]}"
@@ -312,27 +415,21 @@ def serialize(row):
 
 @dataclasses.dataclass
 class ShardReport:
-    """What `write_shards` did (files of other writers in the folder are `foreign`, left alone)."""
+    """What `write_shards` did: the shards it wrote, and those already there with the same bytes."""
 
     out_dir: str
     manifest: Manifest
     written: list
     skipped: list
-    removed: list
-    foreign: list
     seconds: float
 
     def __str__(self):
         m = self.manifest
-        text = (f"{len(m.shards)} shards in {self.out_dir} ({m.total_records:,} records of {m.block_size} tokens): "
-                f"{len(self.written)} written, {len(self.skipped)} already verified, {len(self.removed)} stale "
-                f"files removed, {self.seconds:.1f} s")
-        return text + (f"; left alone: {len(self.foreign)} other files ({', '.join(self.foreign[:3])})"
-                       if self.foreign else "")
+        return (f"{len(m.shards)} shards in {self.out_dir} ({m.total_records:,} records of {m.block_size} tokens): "
+                f"{len(self.written)} written, {len(self.skipped)} already verified, {self.seconds:.1f} s")
 
 
-def write_shards(blocks, out_dir, *, prefix="train", records_per_shard=1000, metadata=None, progress=True,
-                 manifest_every_s=30.0):
+def write_shards(blocks, out_dir, *, prefix="train", records_per_shard=1000, metadata=None, progress=True):
     """Write `blocks` (records x block_size) as TFRecord shards plus a manifest; a re-run skips what verifies."""
     blocks = np.asarray(blocks)
     if blocks.ndim != 2 or not len(blocks):
@@ -340,72 +437,53 @@ def write_shards(blocks, out_dir, *, prefix="train", records_per_shard=1000, met
     if records_per_shard < 1:
         raise ValueError("records_per_shard must be positive")
     out_dir, start = str(out_dir).rstrip("/"), time.perf_counter()
-    manifest_path = posixpath.join(out_dir, MANIFEST_NAME)
     tf.io.gfile.makedirs(out_dir)
-    previous = {}
-    if tf.io.gfile.exists(manifest_path):
-        try:
-            old = read_manifest(out_dir)
-        except RuntimeError:
-            old = None  # unreadable: this run rebuilds it
-        if old is not None and old.prefix != prefix and old.shards:
-            raise RuntimeError(f"{out_dir} already holds the {old.prefix!r} shards of another write: write each split "
-                             f"into its own folder, e.g. {posixpath.join(out_dir, prefix)}")
-        previous = {s.name: s for s in old.shards} if old is not None else {}
-    manifest = Manifest(blocks.shape[1], records_per_shard, prefix, metadata=dict(metadata or {}))
-
-    def save_manifest(complete):  # readers refuse an incomplete one; until then it remembers the old checksums
-        manifest.complete = complete
-        shards = manifest.shards + ([] if complete else [s for n, s in previous.items()
-                                                          if n not in {s.name for s in manifest.shards}])
-        local = os.path.join(tmpdir, MANIFEST_NAME)
-        with open(local, "w") as f:
-            f.write(dataclasses.replace(manifest, shards=shards).to_json())
-        write_atomic(local, manifest_path)
-
-    written, skipped, last_save = [], [], time.perf_counter()
-    tmpdir = course_temp_dir("shard", remove_at_exit=False)
     try:
-        save_manifest(complete=False)
+        old = read_manifest(out_dir)
+    except RuntimeError:  # no manifest yet, or an unreadable one: every shard is written
+        old = Manifest(blocks.shape[1], records_per_shard, prefix)
+    if old.shards and old.prefix != prefix:
+        raise ValueError(f"{out_dir} holds the {old.prefix!r} shards of another write: write each split into its own "
+                         f"folder, e.g. {posixpath.join(out_dir, prefix)}")
+    before = {s.name: s for s in old.shards}
+    manifest = Manifest(blocks.shape[1], records_per_shard, prefix, metadata=dict(metadata or {}))
+    written, skipped = [], []
+    with tempfile.TemporaryDirectory(prefix="shards-") as tmp:
+        def save_manifest(m):
+            local = os.path.join(tmp, MANIFEST_NAME)
+            with open(local, "w") as f:
+                f.write(m.to_json())
+            write_atomic(local, posixpath.join(out_dir, MANIFEST_NAME))
+
+        save_manifest(dataclasses.replace(old, complete=False))  # readers refuse the folder until this run ends
         for index in tqdm(range(0, len(blocks), records_per_shard), desc=f"shards -> {out_dir}", unit="shard",
                           disable=not progress):
             rows = blocks[index: index + records_per_shard]
             name = shard_name(prefix, index // records_per_shard, len(rows))
-            local = os.path.join(tmpdir, name)
+            local = os.path.join(tmp, name)
             with tf.io.TFRecordWriter(local) as writer:
                 for row in rows:
                     writer.write(serialize(row))
             data = open(local, "rb").read()
             info = ShardInfo(name, len(rows), len(data), hashlib.sha256(data).hexdigest())
-            final, old = posixpath.join(out_dir, name), previous.get(name)
-            if (old is not None and old.sha256 == info.sha256 and tf.io.gfile.exists(final)
-                    and tf.io.gfile.stat(final).length == info.bytes):
-                skipped.append(name)
+            final = posixpath.join(out_dir, name)
+            if before.get(name) == info and tf.io.gfile.exists(final) and tf.io.gfile.stat(final).length == info.bytes:
+                skipped.append(name)  # the same bytes are there already
             else:
                 write_atomic(local, final)
                 written.append(name)
             manifest.shards.append(info)
-            if time.perf_counter() - last_save >= manifest_every_s:
-                save_manifest(complete=False)
-                last_save = time.perf_counter()
-        keep, removed, foreign = {s.name for s in manifest.shards} | {MANIFEST_NAME}, [], []
-        for path in tf.io.gfile.glob(posixpath.join(out_dir, "*")):
-            base = posixpath.basename(path.rstrip("/"))
-            match = SHARD_NAME.match(base.split(".partial-")[0])
-            if base in keep:
-                continue
-            if (match and match["prefix"] == prefix) or base.startswith(MANIFEST_NAME + ".partial-"):
-                tf.io.gfile.remove(path)  # a stale shard of this prefix, or a leftover of an interrupted write
-                removed.append(base)
-            else:
-                foreign.append(base)
-        save_manifest(complete=True)
-    finally:
-        shutil.rmtree(tmpdir, ignore_errors=True)
-    return ShardReport(out_dir, manifest, written, skipped, removed, foreign, time.perf_counter() - start)
+        replaced = set(before) - {s.name for s in manifest.shards}  # the last write's shards this one did not write
+        leftovers = tf.io.gfile.glob(posixpath.join(out_dir, "*.partial-*"))  # an interrupted copy's leftovers
+        for path in [posixpath.join(out_dir, name) for name in replaced] + leftovers:
+            if tf.io.gfile.exists(path):
+                tf.io.gfile.remove(path)
+        manifest.complete = True
+        save_manifest(manifest)
+    return ShardReport(out_dir, manifest, written, skipped, time.perf_counter() - start)
 
 
-# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 27: MaskingSpec, mask_tokens, shard_files, make_mlm_dataset
+# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 32: MaskingSpec, mask_tokens, shard_files, make_mlm_dataset
 # in the section "5 · The input pipeline: batch, then parse, then mask"
 @dataclasses.dataclass(frozen=True)
 class MaskingSpec:
@@ -508,7 +586,7 @@ def make_mlm_dataset(folder, spec, *, batch_size, block_size=128, shuffle=True, 
     return batches.map(finish, num_parallel_calls=autotune).prefetch(autotune)
 
 
-# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 28: show_masked_example
+# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 33: show_masked_example
 # in the section "5 · The input pipeline: batch, then parse, then mask"
 def show_masked_example(batch, tokenizer, *, row=0, max_tokens=48):
     """One row of a masked batch as text: ``[<mask>→the]`` where the model must guess ``the``, ``[~of→the]`` for
@@ -528,7 +606,7 @@ def show_masked_example(batch, tokenizer, *, row=0, max_tokens=48):
     return " ".join(words).replace("▁", "")
 
 
-# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 35: MaskedAccuracy, build_model
+# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 40: MaskedAccuracy, build_model
 # in the section "6 · Model, optimizer and metric inside `strategy.scope()`"
 import tensorflow as tf
 import tf_keras as keras  # transformers' TensorFlow models are tf-keras (Keras 2) models
@@ -560,31 +638,27 @@ def build_model(strategy, config, *, learning_rate, total_steps, warmup_steps, s
     return model
 
 
-# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 42: optimizer_step, restore_latest, train
+# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 47: optimizer_step, restore_latest, train
 # in the section "7 · The plan, then train, checkpoint, and resume after a restart"
-from tpu_helpers._compat import create_optimizer_slots
-
-
 def optimizer_step(model):
     """The optimizer's step counter (.numpy() first: under a MirroredStrategy it is a MirroredVariable, no int)."""
     return int(model.optimizer.iterations.numpy())
 
 
-def restore_latest(model, ckpt_dir, strategy):
+def restore_latest(model, ckpt_dir):
     """The run's checkpoint manager, after restoring its latest checkpoint into `model` if there is one."""
     ckpt = tf.train.Checkpoint(model=model, optimizer=model.optimizer)
     manager = tf.train.CheckpointManager(ckpt, ckpt_dir, max_to_keep=2)
     if manager.latest_checkpoint:
+        # Adam's moments appear with the first step, and then take their saved values
         ckpt.restore(manager.latest_checkpoint).assert_existing_objects_matched()
         print(f"restored {manager.latest_checkpoint} (optimizer step {optimizer_step(model)})")
-    with strategy.scope():  # what the first step would do: create Adam's slots (saved values load as they appear)
-        create_optimizer_slots(model.optimizer, model.trainable_variables)  # a private tf-keras call: see _compat
     return manager
 
 
-def train(model, dataset, until_step, ckpt_dir, strategy, callbacks=()):
+def train(model, dataset, until_step, ckpt_dir, callbacks=()):
     """Train from the run's latest checkpoint in `ckpt_dir` to step `until_step`, then save a checkpoint."""
-    manager = restore_latest(model, ckpt_dir, strategy)
+    manager = restore_latest(model, ckpt_dir)
     steps = until_step - optimizer_step(model)
     if steps > 0:
         model.fit(dataset, steps_per_epoch=steps, epochs=1, verbose=0, callbacks=list(callbacks))
@@ -592,73 +666,41 @@ def train(model, dataset, until_step, ckpt_dir, strategy, callbacks=()):
     return manager
 
 
-# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 43: step_log_callback, TrainingPlan, _duration
+# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 48: StepLog, TrainingPlan, _duration
 # in the section "7 · The plan, then train, checkpoint, and resume after a restart"
-def step_log_callback(tokens_per_step: int, *, progress: bool = False):
-    """A tf-keras callback recording each host round trip (loss, seconds, steps); optional tqdm bar."""
-    class StepLog(keras.callbacks.Callback):
-        def __init__(self):
-            super().__init__()
-            self.tokens_per_step = int(tokens_per_step)
-            self.losses: list[float] = []
-            self.seconds: list[float] = []
-            self.steps: list[int] = []
-            self.step_ends: list[int] = []
-            self.first_steps: list[int] = []
-            self.epochs: list[dict] = []
-            self._last = 0.0
-            self._begin = 0
-            self._bar = None
+class StepLog(keras.callbacks.Callback):
+    """Each host round trip of `fit` (one per `steps_per_execution` steps): its steps, seconds and running loss."""
 
-        def on_train_begin(self, logs=None):
-            self.first_steps.append(len(self.losses))
-            if progress:
-                from tqdm.auto import tqdm
+    def __init__(self, print_every_s=None):
+        super().__init__()
+        self.steps, self.seconds, self.losses, self.first_calls, self.epochs = [], [], [], [], []
+        self.print_every_s, self.printed = print_every_s, time.perf_counter()
 
-                steps = (self.params or {}).get("steps")
-                epochs = (self.params or {}).get("epochs") or 1
-                self._bar = tqdm(total=steps * epochs if steps else None, desc="training", unit="step")
-            self._last = time.perf_counter()
+    def on_train_begin(self, logs=None):
+        self.first_calls.append(len(self.steps))  # the first call of each fit also traces and compiles
+        self.last = time.perf_counter()
 
-        def on_train_end(self, logs=None):
-            if self._bar is not None:
-                self._bar.close()
-                self._bar = None
+    def on_train_batch_begin(self, batch, logs=None):
+        self.begin = batch
 
-        def on_train_batch_begin(self, batch, logs=None):
-            self._begin = batch
+    def on_train_batch_end(self, batch, logs=None):  # batch: the last step of this call
+        now = time.perf_counter()
+        self.steps.append(batch - self.begin + 1)
+        self.seconds.append(now - self.last)
+        self.losses.append(float(logs["loss"]))
+        self.last = now
+        if self.print_every_s is not None and now - self.printed >= self.print_every_s:
+            print(f"  step {sum(self.steps):,}: loss {self.losses[-1]:.3f}", flush=True)
+            self.printed = now
 
-        def on_train_batch_end(self, batch, logs=None):  # batch: the last step of this call (Keras' end_step)
-            now = time.perf_counter()
-            self.seconds.append(now - self._last)
-            self._last = now
-            self.steps.append(batch - self._begin + 1)
-            self.step_ends.append((self.step_ends[-1] if self.step_ends else 0) + self.steps[-1])
-            self.losses.append(float((logs or {}).get("loss", float("nan"))))
-            if self._bar is not None:
-                self._bar.update(self.steps[-1])
-                self._bar.set_postfix(loss=f"{self.losses[-1]:.3f}", refresh=False)
+    def on_epoch_end(self, epoch, logs=None):
+        self.epochs.append({k: float(v) for k, v in logs.items()})
 
-        def on_epoch_end(self, epoch, logs=None):
-            self.epochs.append({"epoch": epoch + 1, **{k: float(v) for k, v in (logs or {}).items()}})
-
-        def _steady(self) -> list[int]:
-            first = set(self.first_steps)
-            return [i for i in range(len(self.seconds)) if i not in first]
-
-        def steady_seconds(self) -> list[float]:
-            return [self.seconds[i] for i in self._steady()]
-
-        def seconds_per_step(self) -> float:
-            steady = self._steady()
-            steps = sum(self.steps[i] for i in steady)
-            return sum(self.seconds[i] for i in steady) / steps if steps else float("nan")
-
-        def tokens_per_second(self) -> float:
-            per_step = self.seconds_per_step()
-            return self.tokens_per_step / per_step if per_step > 0 else float("nan")
-
-    return StepLog()
+    def seconds_per_step(self):
+        """Seconds per step over the calls that did not compile."""
+        steady = [i for i in range(len(self.steps)) if i not in self.first_calls]
+        steps = sum(self.steps[i] for i in steady)
+        return sum(self.seconds[i] for i in steady) / steps if steps else float("nan")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -688,9 +730,9 @@ class TrainingPlan:
 
     def measured(self, log):
         """This plan with the timing of the steps `log` recorded (a first call to compile, then steady calls)."""
-        if len(log.first_steps) != 1 or len(log.seconds) < 2:
+        if len(log.first_calls) != 1 or len(log.seconds) < 2:
             raise ValueError("measure one fit call of at least two host round trips (steps_per_execution each)")
-        return dataclasses.replace(self, measured_steps=log.step_ends[-1], compile_seconds=log.seconds[0],
+        return dataclasses.replace(self, measured_steps=sum(log.steps), compile_seconds=log.seconds[0],
                                    seconds_per_step=log.seconds_per_step())
 
     def __str__(self) -> str:
@@ -709,27 +751,10 @@ def _duration(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
 
 
-# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 54: fill_mask_pipeline, masked_sentences
+# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 59: fill_mask_pipeline, masked_sentences
 # in the section "8 · Use it: reload from the checkpoint, fill in the blanks"
-import logging
-import sys
-
-from tpu_helpers._compat import hide_torch_xla_and_accelerate_from_transformers
-from tpu_helpers.core.logs import DropMessages
-
-# transformers 4.57 logs its TF deprecation once per module logger: a TF pipeline repeats what building the model said
-TF_DEPRECATION = "TensorFlow and JAX classes are deprecated"
-
-
 def fill_mask_pipeline(model, tokenizer, *, top_k=5):
-    """transformers' fill-mask pipeline for a TF model; torch_xla and accelerate hidden first (they abort TF here)."""
-    if "tensorflow" in sys.modules and "torch_xla" not in sys.modules:
-        hide_torch_xla_and_accelerate_from_transformers()
-    for name, prefixes in {"transformers.pipelines.base": ("Device set to use", TF_DEPRECATION),
-                           "transformers.tokenization_utils_base": (TF_DEPRECATION,)}.items():
-        log = logging.getLogger(name)  # optional: drop two repeated log lines, by message
-        if not any(isinstance(f, DropMessages) for f in log.filters):
-            log.addFilter(DropMessages(*prefixes))
+    """transformers' fill-mask pipeline for a TensorFlow model (`framework="tf"`; `dtype=None` keeps the model's)."""
     from transformers import pipeline
 
     return pipeline("fill-mask", model=model, tokenizer=tokenizer, framework="tf", top_k=top_k, dtype=None)
@@ -768,15 +793,82 @@ def masked_sentences(texts, *, count=3, seed=0, max_chars=90, mask="<mask>", tok
     raise ValueError(f"found only {len(out)} lines with a word to mask (need {count}): is the corpus text?")
 
 
-# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 70: to_tf_dataset_baseline, per_record_baseline, compare_pipelines
+# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 65: main
+# in the section "The same lesson as a script"
+import argparse
+import math
+
+
+def main(argv=None):
+    """Pretrain a RoBERTa masked LM from scratch on your text, as this notebook does (`--help` lists the flags)."""
+    p = argparse.ArgumentParser(description="Pretrain a RoBERTa masked LM from scratch on your text, in TensorFlow.")
+    p.add_argument("--corpus", required=True, help="a .txt file or a folder of them (local or gs://), or "
+                   "hf:NAME:CONFIG:COLUMN, e.g. hf:Salesforce/wikitext:wikitext-103-raw-v1:text")
+    p.add_argument("--data-dir", required=True, help="shards and checkpoints: gs://BUCKET/path, or a local folder")
+    p.add_argument("--output-dir", default="roberta-from-scratch", help="the trained model and tokenizer")
+    p.add_argument("--tpu", default=None, help='"local" on a TPU VM; without it: the GPUs, else the CPU')
+    p.add_argument("--cpu-replicas", type=int, default=1, help="without a TPU or GPU: simulated replicas")
+    p.add_argument("--max-lines", type=int, default=None, help="corpus lines to read (default: all)")
+    p.add_argument("--vocab-size", type=int, default=25_000)
+    p.add_argument("--block-size", type=int, default=128, help="tokens per training sample")
+    p.add_argument("--per-replica-batch", type=int, default=64, help="blocks per replica and step")
+    p.add_argument("--steps", type=int, default=12_000, help="training steps")
+    p.add_argument("--steps-per-execution", type=int, default=100, help="steps per host round trip")
+    p.add_argument("--learning-rate", type=float, default=1e-4, help="for 64 blocks a step; scaled with the batch")
+    p.add_argument("--hidden-size", type=int, default=768, help="768, 12 layers, 12 heads: roberta-base")
+    p.add_argument("--layers", type=int, default=12)
+    p.add_argument("--heads", type=int, default=12)
+    p.add_argument("--records-per-shard", type=int, default=5_000)
+    p.add_argument("--bf16", action="store_true", help="mixed_bfloat16 (on a TPU)")
+    p.add_argument("--run-name", default="run", help="the checkpoint folder: the same name resumes the run")
+    p.add_argument("--seed", type=int, default=0)
+    args = p.parse_args(argv)
+
+    strategy = make_strategy(args.tpu, cpu_replicas=args.cpu_replicas)  # first: before TensorFlow uses a device
+    replicas = strategy.num_replicas_in_sync
+    if args.bf16:
+        keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    corpus = filter_lines(load_corpus(args.corpus, max_lines=args.max_lines))
+    print(summarize_corpus(corpus))
+    tokenizer = train_unigram_tokenizer(corpus.dataset, args.vocab_size, block_size=args.block_size)
+    blocks, stats = tokenize_and_chunk(corpus, tokenizer, block_size=args.block_size, progress=False)
+    print(stats)
+    global_batch = args.per_replica_batch * replicas
+    check_enough_blocks(stats, global_batch, characters=corpus.characters())
+    data_dir = args.data_dir.rstrip("/")
+    print(write_shards(blocks, f"{data_dir}/shards/train", records_per_shard=args.records_per_shard, progress=False))
+    spec = MaskingSpec.from_tokenizer(tokenizer)
+    dataset = make_mlm_dataset(f"{data_dir}/shards/train", spec, batch_size=global_batch, block_size=args.block_size,
+                               seed=args.seed, repeat=True)
+    config = roberta_config(tokenizer, block_size=args.block_size, hidden_size=args.hidden_size,
+                            num_hidden_layers=args.layers, num_attention_heads=args.heads,
+                            intermediate_size=4 * args.hidden_size)
+    per_call = min(args.steps_per_execution, args.steps)
+    steps = args.steps // per_call * per_call
+    model = build_model(strategy, config, learning_rate=args.learning_rate * global_batch / 64, total_steps=steps,
+                        warmup_steps=max(1, steps // 20), steps_per_execution=per_call, seed=args.seed,
+                        jit_compile=not args.tpu and replicas == 1)  # notebook 01: a TPU compiles every step anyway
+    print(f"{model.count_params():,} parameters; {replicas} replica(s); global batch {global_batch}; {steps} steps")
+    log = StepLog(print_every_s=30)
+    manager = train(model, dataset, steps, f"{data_dir}/runs/{args.run_name}", callbacks=[log])
+    if log.epochs:
+        last = log.epochs[-1]
+        print(f"loss {last['loss']:.3f} (ln(vocab) = {math.log(len(tokenizer)):.3f}), masked accuracy "
+              f"{last['masked_accuracy']:.3f}, {log.seconds_per_step() * 1e3:,.1f} ms/step")
+    fill_mask = fill_mask_pipeline(model, tokenizer, top_k=3)
+    sentences = masked_sentences(corpus.dataset["text"], count=3, seed=args.seed, tokenizer=tokenizer,
+                                 max_tokens=args.block_size)
+    for sentence, top in zip(sentences, fill_mask(sentences)):
+        print(sentence, "->", ", ".join(f"{p['token_str']!r} {p['score']:.3f}" for p in top))
+    model.save_pretrained(args.output_dir)
+    tokenizer.save_pretrained(args.output_dir)
+    print(f"checkpoint {manager.latest_checkpoint}; model and tokenizer in {args.output_dir}")
+
+
+# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 79: to_tf_dataset_baseline, per_record_baseline
 # in the section "Why? D · Batch, then parse: three pipelines measured side by side"
-import time
-
 import datasets
-from tqdm.auto import tqdm
 from transformers import DataCollatorForLanguageModeling
-
-from tpu_helpers.core.timing import Benchmark, Candidate
 
 
 def to_tf_dataset_baseline(blocks, tokenizer, *, batch_size, mlm_probability=0.15, shuffle=True):
@@ -810,29 +902,3 @@ def per_record_baseline(folder, spec, *, batch_size, block_size=128, shuffle=Tru
 
     batches = rows.batch(batch_size, drop_remainder=True)
     return batches.map(finish, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
-
-
-def compare_pipelines(pipelines, *, rounds=3, seconds=1.0, warmup_steps=3, progress=False):
-    """samples/s of each `tf.data` pipeline, timed in interleaved rounds; the baseline is the slowest."""
-    def rows(batch):  # a dict of features, or a (features, labels) pair
-        return int((batch[0] if isinstance(batch, tuple) else batch)["input_ids"].shape[0])
-
-    iterators = {name: iter(make()) for name, make in pipelines.items()}
-    batches = sorted({rows(next(it)) for it in iterators.values()})  # each pipeline's batch size, from its first batch
-    for it in iterators.values():
-        for _ in range(warmup_steps):
-            next(it)
-    values = {name: [] for name in pipelines}
-    with tqdm(total=rounds * len(pipelines), desc="measuring pipelines", unit="run", disable=not progress) as bar:
-        for _ in range(rounds):
-            for name, it in iterators.items():  # each round times every pipeline: a busy moment hits them alike
-                samples, start = 0, time.perf_counter()
-                while (elapsed := time.perf_counter() - start) < seconds:
-                    samples += rows(next(it))
-                values[name].append(samples / elapsed)
-                bar.update(1)
-    bench = Benchmark("pipelines", f"input pipelines, batch {'/'.join(map(str, batches))}, {rounds} rounds of "
-                                   f"{seconds:g} s each",
-                      [Candidate(name, v, "samples/s") for name, v in values.items()], baseline="")
-    bench.baseline = min(bench.medians, key=bench.medians.get)
-    return bench

@@ -14,7 +14,7 @@ real English (docs/benchmarks.md). About 2.5 minutes on the 2-core reference mac
 """
 from course_testing import ROOT, run_notebook_alone
 
-from tpu_helpers.mlm.corpus import python_docs_paragraphs
+from tpu_helpers.mlm.sources import python_docs_paragraphs
 
 NOTEBOOK = ROOT / "notebooks" / "04_mlm_from_scratch_tensorflow.ipynb"
 

@@ -8,21 +8,23 @@ import math
 import numpy as np
 import pytest
 
-from tpu_helpers.mlm.corpus import filter_lines, load_corpus
+from tpu_helpers.mlm.corpus import course_corpus, load_course_corpus
 from tpu_helpers.mlm.lesson_cells import (
+    Corpus,
     MaskingSpec,
+    StepLog,
     TrainingPlan,
     check_enough_blocks,
+    filter_lines,
+    load_corpus,
     make_mlm_dataset,
     masked_sentences,
     read_manifest,
-    step_log_callback,
     summarize_corpus,
     tokenize_and_chunk,
     train_unigram_tokenizer,
     write_shards,
 )
-from tpu_helpers.mlm.sources import parse_corpus_source
 from tpu_helpers.shared import synthetic_text
 
 BLOCK = 32
@@ -46,47 +48,45 @@ def text_folder(tmp_path_factory):
 
 
 # ------------------------------------------------------------------------------------------ CORPUS values
-@pytest.mark.parametrize("value, kind, location, config, column", [
-    ("auto", "builtin", "auto", None, "text"),
-    (" WikiText ", "builtin", "wikitext", None, "text"),
-    ("python-docs", "builtin", "python-docs", None, "text"),
-    ("gs://my-bucket/texts/", "gcs", "gs://my-bucket/texts", None, "text"),
-    ("hf:Salesforce/wikitext:wikitext-2-raw-v1:text", "hub", "Salesforce/wikitext", "wikitext-2-raw-v1", "text"),
-    ("hf:someone/tickets::body", "hub", "someone/tickets", None, "body"),
+@pytest.mark.parametrize("value, location, kind", [
+    (" WikiText ", "hf:Salesforce/wikitext:wikitext-103-raw-v1:text", "wikitext"),
+    ("gs://my-bucket/texts/", "gs://my-bucket/texts/", "yours"),
+    ("hf:someone/tickets::body", "hf:someone/tickets::body", "yours"),
 ])
-def test_corpus_values_are_read_as_sources(value, kind, location, config, column):
-    assert parse_corpus_source(value) == (kind, location, config, column)
+def test_corpus_values_name_what_load_corpus_reads(value, location, kind):
+    where = course_corpus(value)
+    assert (where.location, where.kind) == (location, kind)
 
 
-def test_an_existing_path_is_local_text_and_a_missing_txt_is_a_clear_error(text_folder, tmp_path, monkeypatch):
-    root, _ = text_folder
-    assert parse_corpus_source(str(root))[0] == "local"
+def test_the_offline_built_ins_are_text_files_and_a_missing_path_is_a_clear_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("TPU_COURSE_CACHE", str(tmp_path / "cache"))
+    where = course_corpus("offline", offline_max_chars=20_000)
+    assert where.kind == "offline" and where.location.endswith(".txt")
+    assert load_corpus(where.location).lines > 10 and course_corpus("offline", offline_max_chars=20_000) == where
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(ValueError, match="no such file or folder"):
-        parse_corpus_source("my_tickets.txt")
-    for bad in ("not a name: at all", "hf:", "hf:a:b:c:d", "imdb"):
+    for bad in ("my_tickets.txt", "not a name: at all", "imdb"):
         with pytest.raises(ValueError, match="no such file or folder"):
-            parse_corpus_source(bad)
+            load_corpus(course_corpus(bad).location)
     with pytest.raises(ValueError, match="write it as gs://bucket"):
-        parse_corpus_source("gs:/bucket/texts")
+        course_corpus("gs:/bucket/texts")
 
 
 # ------------------------------------------------------------------------------------------ local text
 def test_a_local_folder_is_every_txt_file_line_by_line(text_folder):
     root, lines = text_folder
-    corpus = load_corpus(str(root), verbose=False)
-    assert corpus.source == "local" and "2 .txt files" in corpus.name
+    corpus = load_corpus(str(root))
+    assert corpus.source == "local" and corpus.name == str(root)
     texts = corpus.dataset["text"]
     assert texts == lines[:60] + ["", ""][:1] + lines[60:]  # BOM and CRLF stripped; the empty line kept for the filter
     filtered = filter_lines(corpus)
     assert filtered.dataset["text"] == lines
-    assert load_corpus(str(root / "a.txt"), verbose=False).dataset["text"][:60] == lines[:60]
-    assert load_corpus(str(root), max_lines=70, verbose=False).lines == 70
+    assert load_corpus(str(root / "a.txt")).dataset["text"][:60] == lines[:60]
+    assert load_corpus(str(root), max_lines=70).lines == 70
 
 
 def test_own_text_goes_through_the_same_tokenizer_blocks_shards_and_pipeline(tf, text_folder, tmp_path):
     root, lines = text_folder
-    corpus = filter_lines(load_corpus(str(root), verbose=False))
+    corpus = filter_lines(load_corpus(str(root)))
     tokenizer = train_unigram_tokenizer(corpus.dataset, 400)
     blocks, stats = tokenize_and_chunk(corpus, tokenizer, block_size=BLOCK, progress=False)
     check_enough_blocks(stats, 16, characters=corpus.characters())
@@ -100,14 +100,12 @@ def test_own_text_goes_through_the_same_tokenizer_blocks_shards_and_pipeline(tf,
 def test_corpus_summary_counts_characters_not_words():
     import datasets
 
-    from tpu_helpers.mlm.corpus import Corpus
-
-    english = Corpus(datasets.Dataset.from_dict({"text": ["ab cd", "efghij", "k"]}), "en", "local", "")
+    english = Corpus(datasets.Dataset.from_dict({"text": ["ab cd", "efghij", "k"]}), "en", "local")
     s = summarize_corpus(english)
     assert (s.lines, s.characters, s.utf8_bytes) == (3, 12, 12)
     assert s.line_chars["min"] == 1 and s.line_chars["max"] == 6 and s.line_chars["median"] == 5
     assert s.space_share == pytest.approx(1 / 12) and s.non_ascii_share == 0 and s.distinct_characters == 12
-    japanese = Corpus(datasets.Dataset.from_dict({"text": ["東京は日本の首都です。", "猫が好きです。"]}), "ja", "local", "")
+    japanese = Corpus(datasets.Dataset.from_dict({"text": ["東京は日本の首都です。", "猫が好きです。"]}), "ja", "local")
     s = summarize_corpus(japanese)
     assert s.characters == 18 and s.utf8_bytes == 54 and s.non_ascii_share == 1.0
     assert "few spaces" in str(s) and "characters per line" in str(s)
@@ -124,21 +122,21 @@ def test_unreadable_files_name_the_file_and_line(tmp_path, content, message):
     (tmp_path / "good.txt").write_text("some text\n")
     (tmp_path / "empty.txt").write_bytes(content)
     with pytest.raises(ValueError, match=message):
-        load_corpus(str(tmp_path), verbose=False)
+        load_corpus(str(tmp_path))
 
 
 def test_a_folder_without_text_files_says_so(tmp_path):
     (tmp_path / "data.csv").write_text("a,b\n")
-    with pytest.raises(ValueError, match=r"no \.txt file in .*UTF-8 text files named \*\.txt"):
-        load_corpus(str(tmp_path), verbose=False)
+    with pytest.raises(ValueError, match=r"no \.txt file in .*UTF-8 files named \*\.txt"):
+        load_corpus(str(tmp_path))
 
 
 def test_a_corpus_too_small_for_one_global_batch_says_how_much_more_is_needed(tf, text_folder, tmp_path):
     root, lines = text_folder
-    corpus = filter_lines(load_corpus(str(root), verbose=False))
+    corpus = filter_lines(load_corpus(str(root)))
     tokenizer = train_unigram_tokenizer(corpus.dataset, 400)
     (tmp_path / "few.txt").write_text("\n".join(lines[:3]))
-    few = filter_lines(load_corpus(str(tmp_path / "few.txt"), verbose=False))
+    few = filter_lines(load_corpus(str(tmp_path / "few.txt")))
     _, stats = tokenize_and_chunk(few, tokenizer, block_size=BLOCK, progress=False)
     assert 0 < stats.blocks < 64
     with pytest.raises(ValueError, match=rf"gives {stats.blocks} blocks .* needs 64 blocks: at least "
@@ -154,15 +152,15 @@ def test_text_in_gs_is_read_through_tf_gfile_from_the_emulator(tf, local_gcs, te
     for path in (root / "a.txt", root / "more" / "b.txt", root / "README.md"):
         tf.io.gfile.makedirs(f"{bucket}/texts/{path.parent.relative_to(root)}")
         tf.io.gfile.GFile(f"{bucket}/texts/{path.relative_to(root)}", "wb").write(path.read_bytes())
-    local = load_corpus(str(root), verbose=False)
-    remote = load_corpus(f"{bucket}/texts", verbose=False)
+    local = load_corpus(str(root))
+    remote = load_corpus(f"{bucket}/texts")
     assert remote.source == "gcs" and remote.dataset["text"] == local.dataset["text"]
-    assert load_corpus(f"{bucket}/texts/a.txt/", verbose=False).dataset["text"][:60] == lines[:60]
+    assert load_corpus(f"{bucket}/texts/a.txt/").dataset["text"][:60] == lines[:60]
     tf.io.gfile.GFile(f"{bucket}/bad/x.txt", "wb").write(b"ok\nnot \xff utf-8\n")
     with pytest.raises(ValueError, match=rf"{bucket}/bad/x\.txt, line 2, byte 5: not UTF-8"):
-        load_corpus(f"{bucket}/bad", verbose=False)
-    with pytest.raises(ValueError, match="does not exist"):
-        load_corpus(f"{bucket}/nothing-here", verbose=False)
+        load_corpus(f"{bucket}/bad")
+    with pytest.raises(ValueError, match="no such file or folder"):
+        load_corpus(f"{bucket}/nothing-here")
 
 
 # ------------------------------------------------------------------------------------------ Hub datasets
@@ -179,19 +177,19 @@ def test_a_dataset_by_name_loads_its_text_column_like_wikitext(offline, tmp_path
     folder.mkdir()
     bodies = paragraphs(30, seed=3)
     datasets.Dataset.from_dict({"id": list(range(30)), "body": bodies}).to_parquet(str(folder / "train.parquet"))
-    corpus = load_corpus(f"hf:{folder}::body", verbose=False)
+    corpus = load_corpus(f"hf:{folder}::body")
     assert corpus.source == "hub" and corpus.dataset.column_names == ["text"]
-    assert corpus.dataset["text"] == bodies and "column 'body'" in corpus.name
-    assert load_corpus(f"hf:{folder}::body", max_lines=5, verbose=False).lines == 5
+    assert corpus.dataset["text"] == bodies
+    assert load_corpus(f"hf:{folder}::body", max_lines=5).lines == 5
     with pytest.raises(ValueError, match=r"no text column 'text'; its columns: \['id', 'body'\]"):
-        load_corpus(f"hf:{folder}", verbose=False)
+        load_corpus(f"hf:{folder}")
     with pytest.raises(ValueError, match="no text column 'id'"):
-        load_corpus(f"hf:{folder}::id", verbose=False)
+        load_corpus(f"hf:{folder}::id")
 
 
 def test_a_dataset_name_offline_and_not_cached_is_a_clear_error_not_a_download(offline):
     with pytest.raises(RuntimeError, match=r"'tpu-course-test/no-such-tickets'.*HF_HUB_OFFLINE.*text files"):
-        load_corpus("hf:tpu-course-test/no-such-tickets:default:body", verbose=False)
+        load_course_corpus("hf:tpu-course-test/no-such-tickets:default:body")
 
 
 # ------------------------------------------------------------------------------------------ the plan
@@ -202,9 +200,9 @@ def test_the_plan_is_timed_from_the_measured_steps_with_steps_per_execution(tf):
     model = keras.Sequential([keras.layers.Dense(1)])
     model.compile(keras.optimizers.SGD(0.1), "mse", steps_per_execution=3)
     x, y = np.ones((36, 3), np.float32), np.zeros((36, 1), np.float32)
-    log = step_log_callback(tokens_per_step=4 * BLOCK)
+    log = StepLog()
     model.fit(x, y, batch_size=4, epochs=1, verbose=0, callbacks=[log])
-    assert log.steps == [3, 3, 3] and log.step_ends == [3, 6, 9] and log.first_steps == [0]
+    assert log.steps == [3, 3, 3] and log.first_calls == [0] and len(log.losses) == 3
     plan = TrainingPlan(total_steps=90, global_batch=4, block_size=BLOCK, steps_per_epoch=9, steps_per_execution=3)
     assert plan.tokens == 90 * 4 * BLOCK and plan.epochs == 10 and math.isnan(plan.remaining_seconds)
     measured = plan.measured(log)
@@ -213,7 +211,7 @@ def test_the_plan_is_timed_from_the_measured_steps_with_steps_per_execution(tf):
     assert measured.seconds_per_step == pytest.approx(per_step)
     assert measured.remaining_seconds == pytest.approx(81 * per_step)
     assert "measured on this run" in str(measured) and "estimated time for the other 81 steps" in str(measured)
-    assert log.tokens_per_second() == pytest.approx(4 * BLOCK / per_step)
+    assert log.seconds_per_step() == pytest.approx(per_step)
     model.fit(x, y, batch_size=4, epochs=1, verbose=0, callbacks=[log])
     with pytest.raises(ValueError, match="one fit call"):
         plan.measured(log)
@@ -257,5 +255,5 @@ def test_an_unreachable_hub_is_asked_once_then_a_clear_error(monkeypatch):
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
     monkeypatch.setattr(hub, "hub_reachable", lambda timeout=5.0: False)
     with pytest.raises(RuntimeError, match=r"'tpu-course-test/no-such-tickets'.*did not answer.*text files"):
-        load_corpus("hf:tpu-course-test/no-such-tickets::body", verbose=False)
+        load_course_corpus("hf:tpu-course-test/no-such-tickets::body")
     assert "HF_HUB_OFFLINE" not in os.environ  # restored
