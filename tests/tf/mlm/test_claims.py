@@ -50,7 +50,7 @@ def test_frequency_only_note_below_the_measured_size_only():
 
 def test_masked_loss_measures_the_labelled_positions_and_refuses_a_batch_too_large_for_the_host(tf, monkeypatch):
     """Notebook 04 runs it eagerly outside strategy.run: a v5e-8's global batch (512 x 128 x 25,000 logits) must be
-    refused with what to pass instead, not computed on the host (issue 36, item 5)."""
+    refused with what to pass instead, not computed on the host."""
     from transformers import RobertaConfig, TFRobertaForMaskedLM
 
     from tpu_helpers.mlm.claims import masked_loss

@@ -1,4 +1,4 @@
-"""Anything that starts with gs: is a Cloud Storage URL or a clear error (issue 18): never a local folder named
+"""Anything that starts with gs: is a Cloud Storage URL or a clear error: never a local folder named
 ``gs:``, never an invalid bucket name sent to Google."""
 import os
 

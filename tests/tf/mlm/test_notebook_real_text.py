@@ -1,4 +1,4 @@
-"""Notebook 04 on real English text: its context claims asserted on a learner's run, in CI (issue 27).
+"""Notebook 04 on real English text: its context claims asserted on a learner's run, in CI.
 
 The notebooks group runs notebook 04 at the ``ci`` profile on the course's generated text, where the run is too small
 to leave the unigram plateau and the context claims are only printed. Here the notebook runs as a learner with their

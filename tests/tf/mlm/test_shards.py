@@ -1,4 +1,4 @@
-"""write_shards never loses or damages what it does not own (issue 18): another prefix's shards, foreign files, a
+"""write_shards never loses or damages what it does not own: another prefix's shards, foreign files, a
 complete folder after a failed call, and a folder whose manifest is not a manifest heals on a rerun."""
 import json
 

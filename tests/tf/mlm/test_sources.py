@@ -1,4 +1,4 @@
-"""Notebook 04 on the learner's own text (issue 20): a local .txt file or folder, gs:// text files through the real
+"""Notebook 04 on the learner's own text: a local .txt file or folder, gs:// text files through the real
 local GCS emulator, a Hugging Face dataset by name (a local parquet dataset the test writes; offline, never a
 download), the corpus summary, and a clear error for every kind of unreadable or too small corpus."""
 from __future__ import annotations
