@@ -10,6 +10,7 @@ from pathlib import Path
 
 from tpu_helpers.core import tpu_lock
 from tpu_helpers.core.frameworks import TPUHeldError, WrongBuildError, check_tpu_build, framework_python
+from tpu_helpers.core.tpu_slices import RESTART_MENUS
 from tpu_helpers.ready import first_xla
 
 NAMES = {"tf": "TensorFlow", "torch": "PyTorch/XLA", "jax": "JAX"}
@@ -97,7 +98,8 @@ def torch_failure(output: str, returncode: int | None, *, have: str | None, want
     tail = " | ".join(ln.strip() for ln in (output or "").strip().splitlines()[-3:])
     return (f"the PyTorch/XLA check failed on the TPU ({exit_}), with no libtpu mismatch and no other process "
             f"holding the chips; its last lines: {tail}",
-            "restart the runtime and run notebook 02 from the top; if it fails there too, report these lines.")
+            f"restart the runtime ({RESTART_MENUS}) and run notebook 02 from the top; if it fails there too, "
+            "report these lines.")
 
 
 def tpu_held(framework: str, runtime) -> Verdict | None:
@@ -105,7 +107,7 @@ def tpu_held(framework: str, runtime) -> Verdict | None:
     pid = tpu_lock.libtpu_lock_holder(self_pid=-1) if runtime.is_tpu_vm else None
     if pid == os.getpid():
         return Verdict(framework, None, "TPU", "This kernel itself holds the TPU (TensorFlow took it when section 4 "
-                       "ran).", "restart the runtime and run this notebook from the top.")
+                       "ran).", f"restart the runtime ({RESTART_MENUS}) and run this notebook from the top.")
     return None if pid is None else Verdict(framework, None, "TPU", *tpu_lock.held_message(pid))
 
 
