@@ -13,6 +13,7 @@ from course_testing import held_libtpu_lock
 
 from tpu_helpers.core.runtime import Runtime
 from tpu_helpers.ready import first_xla, verdicts
+from tpu_helpers.ready.lesson_cells import torch_xla_first_computation
 from tpu_helpers.ready.verdicts import Verdict
 
 COLAB_V5E_1 = Runtime("colab-tpu-vm", "colab", "v5litepod-1", "v5e", 1, 1)
@@ -171,7 +172,7 @@ def test_colab_v5e_1_probes_torch_xla_with_its_own_libtpu(tpu):
                        Calls(("/side/libtpu/libtpu.so", "libtpu 0.0.21.1 from /side")))
     verdict, result = verdicts.torch_verdict(COLAB_V5E_1, COLAB_AFTER_TF_PLAN, TORCH_XLA_29)
     assert fetch.calls == [(("0.0.21",), {})]
-    assert probe.calls == [((COLAB_V5E_1,), {"libtpu_path": "/side/libtpu/libtpu.so"})]
+    assert probe.calls == [((COLAB_V5E_1, torch_xla_first_computation), {"libtpu_path": "/side/libtpu/libtpu.so"})]
     assert verdict.works is True and verdict.where == "TPU" and result["device_type"] == "TPU"
     assert "asks libtpu 0.0.21" in verdict.found and "libtpu 0.0.21.1 from /side" in verdict.found
     assert "PJRT API: plugin 0.75, framework 0.75" in verdict.found
@@ -250,8 +251,8 @@ def test_the_real_libtpu_mismatch_is_named_from_torch_xla_s_own_log(real_libtpu,
     monkeypatch.setenv("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")  # and leave /tmp/libtpu_lockfile alone
     monkeypatch.setenv("TPU_SKIP_MDS_QUERY", "1")  # no TPU VM metadata server here
     real_probe = first_xla.torch_xla_first_xla
-    tensorflow_s = lambda rt, libtpu_path: real_probe(  # noqa: E731
-        rt, libtpu_path=libtpu_path or real_libtpu["0.0.14"])  # the installed libtpu: TensorFlow's
+    tensorflow_s = lambda rt, computation, libtpu_path: real_probe(  # noqa: E731
+        rt, computation, libtpu_path=libtpu_path or real_libtpu["0.0.14"])  # the installed libtpu: TensorFlow's
     tpu(tensorflow_s, lambda version: (None, "no network"))
     verdict, _ = verdicts.torch_verdict(COLAB_V5E_1, COLAB_AFTER_TF_PLAN, TORCH_XLA_29)
     assert verdict.works is False and "PJRT API version 0.68, torch_xla's framework 0.75" in verdict.found, verdict.found
