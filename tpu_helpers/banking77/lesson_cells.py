@@ -7,6 +7,7 @@ Edit the cells in the notebook, then run ./course links (a test fails while this
 
 
 # ---- notebooks/05_banking77_accelerate.ipynb, cell 12: GlobalBatch, BucketBatchSampler, BucketedDataset, BucketCollator
+# in the section "3 · Bucketed batches: same shape on every replica, new batches every epoch"
 from collections import Counter
 from dataclasses import dataclass
 
@@ -138,6 +139,7 @@ class BucketCollator:
 
 
 # ---- notebooks/05_banking77_accelerate.ipynb, cell 22 (tagged training-function): Loaders, make_loaders, _checked, evaluate, training_function
+# in the section "5 · The training function"
 import torch
 from accelerate import Accelerator
 from accelerate.utils import set_seed
@@ -273,6 +275,7 @@ def training_function(model, train_ds, eval_ds, config, tokenizer=None, log=None
 
 
 # ---- notebooks/05_banking77_accelerate.ipynb, cell 26 (tagged launch): launch_training
+# in the section "6 · The plan, then the launch"
 from accelerate import debug_launcher, notebook_launcher
 
 from tpu_helpers.banking77 import launch

@@ -7,6 +7,7 @@ Edit the cells in the notebook, then run ./course links (a test fails while this
 
 
 # ---- notebooks/00_is_my_runtime_ready.ipynb, cell 15: torch_xla_first_computation, jax_first_computation
+# in the section "3 · A first XLA computation in PyTorch/XLA and JAX (in child processes)"
 def torch_xla_first_computation() -> dict:
     """x @ x.T summed on PyTorch/XLA's device: recorded lazily, then compiled and run by `torch_xla.sync()`."""
     import torch
@@ -46,6 +47,7 @@ def jax_first_computation() -> dict:
 
 
 # ---- notebooks/00_is_my_runtime_ready.ipynb, cell 19: tf_first_computation
+# in the section "4 · A first XLA computation in TensorFlow"
 def tf_first_computation(device: str) -> dict:
     """x @ x.T summed by a function XLA compiles as a whole (`jit_compile=True`), on `device`, with its HLO."""
     import tensorflow as tf
