@@ -10,7 +10,7 @@ from typing import Callable
 
 from tpu_helpers.core.frameworks import framework_python
 from tpu_helpers.core.runtime import Runtime
-from tpu_helpers.ready.lesson_cells import jax_first_computation, tf_first_computation, torch_xla_first_computation
+from tpu_helpers.ready.lesson_cells import tf_first_computation
 
 _VERSIONS_SCRIPT = textwrap.dedent("""
     import json, sys
@@ -45,8 +45,8 @@ class ProbeFailed(RuntimeError):
         self.returncode, self.output = returncode, output
 
 
-def torch_xla_first_xla(runtime: Runtime, computation: Callable[[], dict] = torch_xla_first_computation,
-                        timeout: float = 300, *, libtpu_path: str | None = None) -> dict:
+def torch_xla_first_xla(runtime: Runtime, computation: Callable[[], dict], timeout: float = 300, *,
+                        libtpu_path: str | None = None) -> dict:
     """`computation` (notebook 00's cell) in a PyTorch/XLA child, on a TPU with `libtpu_path`; `ProbeFailed`."""
     env = {k: v for k, v in os.environ.items() if k != "TPU_COURSE_FIGURES"}
     if runtime.is_tpu_vm:
@@ -59,8 +59,7 @@ def torch_xla_first_xla(runtime: Runtime, computation: Callable[[], dict] = torc
     return _child("torch", computation, env, timeout)
 
 
-def jax_first_xla(runtime: Runtime, computation: Callable[[], dict] = jax_first_computation,
-                  timeout: float = 300) -> dict:
+def jax_first_xla(runtime: Runtime, computation: Callable[[], dict], timeout: float = 300) -> dict:
     """`computation` (notebook 00's cell) in a JAX child: on a TPU VM its default backend, else the CPU; `ProbeFailed`."""
     env = {k: v for k, v in os.environ.items() if k != "TPU_COURSE_FIGURES"}
     if not runtime.is_tpu_vm:

@@ -6,46 +6,6 @@ Edit the cells in the notebook, then run ./course links (a test fails while this
 # ruff: noqa: E402, F811, I001  (the cells' own imports, cell by cell, as the learner reads them)
 
 
-# ---- notebooks/00_is_my_runtime_ready.ipynb, cell 15: torch_xla_first_computation, jax_first_computation
-# in the section "3 · A first XLA computation in PyTorch/XLA and JAX (in child processes)"
-def torch_xla_first_computation() -> dict:
-    """x @ x.T summed on PyTorch/XLA's device: recorded lazily, then compiled and run by `torch_xla.sync()`."""
-    import torch
-    import torch_xla
-    import torch_xla.debug.metrics as met
-    import torch_xla.runtime as xr
-
-    device = torch_xla.device()  # the TPU, or XLA's CPU backend where PJRT_DEVICE=CPU
-    x = torch.arange(6, dtype=torch.float32, device=device).reshape(2, 3)
-    y = (x @ x.T).sum()  # recorded in a graph: nothing has run yet
-    torch_xla.sync()  # XLA compiles the recorded graph, then runs it
-    compile_time = met.metric_data("CompileTime")  # (count, total ns, samples) of XLA's compilations
-    return {"device": str(device), "device_type": xr.device_type(), "devices": xr.global_runtime_device_count(),
-            "value": y.item(), "compilations": compile_time[0] if compile_time else 0,
-            "torch_xla": torch_xla.__version__}
-
-
-def jax_first_computation() -> dict:
-    """x @ x.T summed by a `jax.jit` function; JAX's own compile events count how often XLA compiled it."""
-    import jax
-    import numpy as np
-
-    compiled = []
-
-    def on_event(event: str, seconds: float, fun_name: str = "", **kwargs) -> None:
-        if event == "/jax/core/compile/backend_compile_duration" and fun_name == "jit(gram_sum)":
-            compiled.append(seconds)
-
-    jax.monitoring.register_event_duration_secs_listener(on_event)
-
-    def gram_sum(x):
-        return (x @ x.T).sum()
-
-    y = jax.jit(gram_sum)(np.arange(6, dtype=np.float32).reshape(2, 3))  # traced, compiled by XLA, run
-    return {"device": str(next(iter(y.devices()))), "device_type": jax.default_backend().upper(),
-            "devices": len(jax.devices()), "value": float(y), "compilations": len(compiled), "jax": jax.__version__}
-
-
 # ---- notebooks/00_is_my_runtime_ready.ipynb, cell 19: tf_first_computation
 # in the section "4 · A first XLA computation in TensorFlow"
 def tf_first_computation(device: str) -> dict:

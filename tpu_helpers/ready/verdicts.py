@@ -13,7 +13,7 @@ from tpu_helpers.core import tpu_lock
 from tpu_helpers.core.frameworks import TPUHeldError, WrongBuildError, check_tpu_build, framework_python
 from tpu_helpers.core.tpu_slices import RESTART_MENUS
 from tpu_helpers.ready import first_xla
-from tpu_helpers.ready.lesson_cells import jax_first_computation, tf_first_computation, torch_xla_first_computation
+from tpu_helpers.ready.lesson_cells import tf_first_computation
 
 NAMES = {"tf": "TensorFlow", "torch": "PyTorch/XLA", "jax": "JAX"}
 # XLA's pjrt_api.cc logs it (INFO) when a framework loads a PJRT plugin such as libtpu
@@ -114,8 +114,8 @@ def tpu_held(framework: str, runtime) -> Verdict | None:
 
 
 def torch_verdict(runtime, installed: dict, requires: list[str],
-                  computation: Callable[[], dict] = torch_xla_first_computation) -> tuple[Verdict, dict | None]:
-    """PyTorch/XLA's verdict and probe result from `first_xla.torch_environment`; on a TPU, with its own libtpu."""
+                  computation: Callable[[], dict]) -> tuple[Verdict, dict | None]:
+    """PyTorch/XLA's verdict from `computation` (notebook 00's cell) in a child; on a TPU, with its own libtpu."""
     xla = installed.get("torch-xla")
     if not xla:
         return Verdict("torch", None, "", "torch_xla is not installed in this runtime.",
@@ -152,7 +152,7 @@ JAX_TODO = ("run notebook 09 (JAX) in a runtime of its own: Colab's images ship 
             "missing (Kaggle too); on a Cloud TPU VM `./course setup --tpu` installs jax[tpu].")
 
 
-def jax_verdict(runtime, computation: Callable[[], dict] = jax_first_computation) -> tuple[Verdict, dict | None]:
+def jax_verdict(runtime, computation: Callable[[], dict]) -> tuple[Verdict, dict | None]:
     """JAX's verdict and probe result, from a child with `framework_python("jax")`; on a TPU VM, on the TPU."""
     if held := tpu_held("jax", runtime):
         return held, None
