@@ -50,11 +50,12 @@ def worker(spec: dict) -> dict:
     steps = spec["warmup_steps"] + spec["repeats"]
     model = with_lora(tiny_llama(1000, seed=0, row_length=LENGTH))
     rows = [chat_row(list(range(3, 40)), [100 + i % 50, 101, 2], LENGTH, 0) for i in range(ROWS * steps)]
-    args = fsdp_v2_arguments(tempfile.mkdtemp(prefix="tpu-course-bench-"), global_batch=ROWS, steps=steps,
-                             learning_rate=1e-3, layer_class="LlamaDecoderLayer")
-    args.disable_tqdm = True
-    FSDPv2Trainer(model=model, args=args, train_dataset=rows, data_collator=default_data_collator,
-                  callbacks=[Clock()]).train()
+    with tempfile.TemporaryDirectory(prefix="tpu-course-bench-") as output_dir:  # the Trainer's: it saves nothing there
+        args = fsdp_v2_arguments(output_dir, global_batch=ROWS, steps=steps, learning_rate=1e-3,
+                                 layer_class="LlamaDecoderLayer")
+        args.disable_tqdm = True
+        FSDPv2Trainer(model=model, args=args, train_dataset=rows, data_collator=default_data_collator,
+                      callbacks=[Clock()]).train()
     times = [b - a for a, b in zip(starts, starts[1:])][spec["warmup_steps"]:]
     held = bytes_per_device(model)
     total = sum(p.numel() * p.element_size() for p in model.parameters())

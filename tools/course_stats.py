@@ -5,7 +5,7 @@
 * per notebook, code lines (install and parameters cells excluded): lesson (every other code cell), check (tagged
   ``check`` or ``measure``) and exercise (``exercise`` / ``exercise-check``); the lesson share is lesson lines over
   lesson + check + exercise lines;
-* untagged measurement cells (`measurement_cells`): a code cell none tags, whose names later cells read only in
+* untagged measurement cells (`measurement_cells`): a code cell tagged none of `KINDS`, whose names later cells read only in
   cells tagged ``check`` or ``measure``: tag it ``measure`` (a cell tagged ``lesson`` is counted as lesson on
   purpose, and listed);
 * save-cell imports of course internals (tools/lesson_cells.py, `internal_imports`);
@@ -19,15 +19,14 @@ import re
 import sys
 from pathlib import Path
 
+import lesson_cells
 import nbformat
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling tools
-import lesson_cells  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DETOURS = re.compile(r"^## Why\?", re.M)
 CHECKS = {"check", "measure"}
 NOT_COUNTED = {"install", "parameters"}
+KINDS = {"save", "exercise", "exercise-check"} | CHECKS | NOT_COUNTED  # a cell with none of these is lesson by default
 LONG_SENTENCE = 40
 # what prose counting leaves out: fenced code, tables, list items, headings, images, HTML comments
 FENCE = re.compile(r"^```.*?^```", re.M | re.S)
@@ -69,6 +68,8 @@ def defined(tree: ast.Module) -> set[str]:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             names.add(node.name)
             return
+        if isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.Lambda)):
+            return  # their variables stay inside them
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             names.update((a.asname or a.name).split(".")[0] for a in node.names)
         elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
@@ -90,7 +91,7 @@ def measurement_cells(nb: nbformat.NotebookNode, include_lesson_tag: bool = Fals
     found = []
     for k, (i, cell, tree) in enumerate(code):
         tags = _tags(cell)
-        if tree is None or (tags and not (include_lesson_tag and tags == {"lesson"})):
+        if tree is None or tags & KINDS or ("lesson" in tags and not include_lesson_tag):
             continue
         names = defined(tree)
         readers = [c for _, c, t in code[k + 1:] if t is not None and read(t) & names]

@@ -8,13 +8,10 @@ notebook 03), and the lesson packages' lesson_cells.py from the cells tagged ``s
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import nbformat
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling tools, not the checkout
-from lesson_cells import stale_modules  # noqa: E402
-from notebook_conventions import LINKS, README, README_RECIPE, links_markdown, notebook_paths, regenerate, with_recipe  # noqa: E402
+from lesson_cells import stale_modules
+from notebook_conventions import LINKS, README, README_RECIPE, links_markdown, notebook_paths, regenerate, with_recipe
 
 
 def main(argv: list[str]) -> int:

@@ -23,13 +23,10 @@ import inspect
 import logging
 import os
 import re
-import sys
 from pathlib import Path
 
+import install_plan
 import nbformat
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import install_plan  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"

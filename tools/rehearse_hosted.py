@@ -46,10 +46,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import install_plan  # a sibling tool (tools/__init__.py: how tools import each other)
+import stderr_check
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import install_plan  # noqa: E402
-import stderr_check  # noqa: E402
 
 BUILDER_VERSION = "1"  # bump to rebuild every cached image environment
 
@@ -378,9 +378,9 @@ def course_distributions(folder: Path, framework: str, output: str) -> set[str]:
     the environment."""
     key = re.search(r"plan '([^']+)'", output).group(1)
     calls = install_plan.plan_variants(framework, "tpu-course/tpu-course")[key]
-    code = ("import json, sys; sys.path.insert(0, sys.argv[1]); import install_plan as p; "
-            "print(json.dumps(sorted(p.course_distributions(p.plan_roots(json.loads(sys.argv[2]))))))")
-    proc = _run([str(folder / "bin" / "python"), "-c", code, str(ROOT / "tools"), json.dumps(calls)],
+    code = ("import json, runpy, sys; p = runpy.run_path(sys.argv[1]); "
+            "print(json.dumps(sorted(p['course_distributions'](p['plan_roots'](json.loads(sys.argv[2]))))))")
+    proc = _run([str(folder / "bin" / "python"), "-c", code, install_plan.__file__, json.dumps(calls)],
                 "listing the course's distributions")
     return set(json.loads(proc.stdout))
 

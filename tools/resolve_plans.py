@@ -26,8 +26,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import install_plan  # noqa: E402
+import install_plan
 
 
 def resolve(args: list[str], python: str | None) -> dict[str, str]:

@@ -6,16 +6,26 @@ Edit the cells in the notebook, then run ./course links (a test fails while this
 # ruff: noqa: E402, F811, I001  (the cells' own imports, cell by cell, as the learner reads them)
 
 
-# ---- notebooks/09_banking77_jax_flax.ipynb, cell 7: model_folder, load_tokenizer, encode
+# ---- notebooks/09_banking77_jax_flax.ipynb, cell 7: read_banking77, model_folder, load_tokenizer, encode
 # in the section "1 · The data, and what a query costs in tokens"
 import json
 from pathlib import Path
 
+import datasets
 import numpy as np
 from tokenizers import Tokenizer, processors
 from tokenizers.implementations import BertWordPieceTokenizer
 
-from tpu_helpers.shared.banking77_data import Banking77Error
+
+def read_banking77(csv_dir: str | None = None) -> datasets.DatasetDict:
+    """BANKING77's train and test splits (text, label): the Hub's parquet export, or ``csv_dir``'s train/test.csv."""
+    if csv_dir is None:
+        return datasets.load_dataset("PolyAI/banking77", revision="refs/convert/parquet")
+    files = {split: str(Path(csv_dir) / f"{split}.csv") for split in ("train", "test")}
+    raw = datasets.load_dataset("csv", data_files=files, keep_default_na=False)  # columns: text, category
+    names = sorted(set(raw["train"]["category"]))
+    features = datasets.Features({"text": datasets.Value("string"), "label": datasets.ClassLabel(names=names)})
+    return raw.map(lambda r: {"label": names.index(r["category"])}, remove_columns=["category"]).cast(features)
 
 
 def model_folder(name: str) -> Path:
@@ -27,9 +37,9 @@ def model_folder(name: str) -> Path:
         folder = Path(snapshot_download(name, allow_patterns=["config.json", "model.safetensors", "tokenizer.json"]))
     missing = [f for f in ("config.json", "model.safetensors", "tokenizer.json") if not (folder / f).is_file()]
     if missing:
-        raise Banking77Error(f"MODEL={name!r}: the folder {folder} has no {', '.join(missing)}. Point MODEL at a "
-                             "folder with a BERT's config.json, model.safetensors and tokenizer.json (save one with "
-                             "save_pretrained(..., safe_serialization=True)), or use MODEL='tiny'.")
+        raise ValueError(f"MODEL={name!r}: the folder {folder} has no {', '.join(missing)}. Point MODEL at a "
+                         "folder with a BERT's config.json, model.safetensors and tokenizer.json (save one with "
+                         "save_pretrained(..., safe_serialization=True)), or use MODEL='tiny'.")
     return folder
 
 
@@ -53,9 +63,9 @@ def encode(texts, labels, tokenizer: Tokenizer, row_length: int) -> list[dict]:
     ids = [np.asarray(e.ids, np.int32) for e in tokenizer.encode_batch(list(texts))]
     too_long = [len(x) for x in ids if len(x) > row_length]
     if too_long:
-        raise Banking77Error(f"ROW_LENGTH={row_length} is shorter than {len(too_long)} of {len(ids):,} queries "
-                             f"(the longest has {max(too_long)} tokens): they would be dropped. Set ROW_LENGTH to at "
-                             f"least {max(too_long)}.")
+        raise ValueError(f"ROW_LENGTH={row_length} is shorter than {len(too_long)} of {len(ids):,} queries "
+                         f"(the longest has {max(too_long)} tokens): they would be dropped. Set ROW_LENGTH to at "
+                         f"least {max(too_long)}.")
     return [{"input_ids": x, "labels": np.asarray([y], np.int32)} for x, y in zip(ids, labels)]
 
 
@@ -92,7 +102,7 @@ def batches(rows: list[dict], rows_per_step: int):
         yield {k: np.stack([r[k] for r in chunk]) for k in chunk[0]}
 
 
-# ---- notebooks/09_banking77_jax_flax.ipynb, cell 15: BertConfig, attention_mask, BertLayer, BertClassifier, load_bert, make_model
+# ---- notebooks/09_banking77_jax_flax.ipynb, cell 16: BertConfig, attention_mask, BertLayer, BertClassifier, load_bert, make_model
 # in the section "3 · BERT in Flax NNX, and attention that keeps the queries apart"
 from dataclasses import dataclass, fields
 
@@ -183,8 +193,10 @@ class BertClassifier(nnx.Module):
 
 def load_bert(folder: Path, num_labels: int, *, dtype=jnp.float32, seed: int = 0) -> BertClassifier:
     """A `BertClassifier` with a checkpoint's encoder and pooler weights (``model.safetensors``) and a new head."""
-    model = BertClassifier(BertConfig.from_json(folder / "config.json"), num_labels, dtype=dtype,
-                           rngs=nnx.Rngs(seed))
+    cfg = BertConfig.from_json(folder / "config.json")
+    # shapes only: no random weights computed to be thrown away; the head alone is new
+    model = nnx.eval_shape(lambda: BertClassifier(cfg, num_labels, dtype=dtype, rngs=nnx.Rngs(seed)))
+    model.classifier = nnx.Linear(cfg.hidden_size, num_labels, dtype=dtype, rngs=nnx.Rngs(seed))
     weights = load_file(folder / "model.safetensors")
     prefix = "bert." if any(name.startswith("bert.") for name in weights) else ""
 
@@ -222,7 +234,7 @@ def make_model(name: str, vocab_size: int, num_labels: int, *, dtype=jnp.float32
     return load_bert(model_folder(name), num_labels, dtype=dtype, seed=seed)
 
 
-# ---- notebooks/09_banking77_jax_flax.ipynb, cell 19: make_mesh, make_train_step, on_mesh
+# ---- notebooks/09_banking77_jax_flax.ipynb, cell 21: make_mesh, make_train_step, on_mesh
 # in the section "4 · Every device: a mesh, a sharded batch, replicated weights"
 import optax
 from jax.sharding import AxisType, NamedSharding
@@ -265,7 +277,7 @@ def on_mesh(mesh, params, opt_state, batch):
     return jax.device_put(params, replicated), jax.device_put(opt_state, replicated), jax.device_put(batch, by_rows)
 
 
-# ---- notebooks/09_banking77_jax_flax.ipynb, cell 26: CompileCounter, predict, train
+# ---- notebooks/09_banking77_jax_flax.ipynb, cell 29: CompileCounter, predict, train
 # in the section "5 · Training: one compilation for the whole run"
 import time
 from collections import Counter
@@ -324,7 +336,7 @@ def train(params, opt_state, train_step, examples, *, epochs, row_length, max_qu
     return params, opt_state, losses
 
 
-# ---- notebooks/09_banking77_jax_flax.ipynb, cell 33: save_params, restore_into
+# ---- notebooks/09_banking77_jax_flax.ipynb, cell 37: save_params, restore_into
 # in the section "6 · A checkpoint with Orbax"
 import orbax.checkpoint as ocp
 
@@ -343,3 +355,60 @@ def restore_into(model: nnx.Module, path: Path) -> nnx.Module:
     with ocp.StandardCheckpointer() as checkpointer:
         nnx.update(model, checkpointer.restore(path, target))
     return model
+
+
+# ---- notebooks/09_banking77_jax_flax.ipynb, cell 43: main
+# in the section "8 · The same lesson as a script"
+import argparse
+
+from sklearn.metrics import f1_score
+
+
+def main(argv: list[str] | None = None) -> float:
+    """The lesson end to end: BANKING77, a BERT, packed rows on every device; prints and returns the weighted F1."""
+    parser = argparse.ArgumentParser(description="Fine-tune a BERT on BANKING77 with JAX and Flax NNX: packed rows, "
+                                     "the batch split over every device, one compilation.")
+    parser.add_argument("--model", default="sentence-transformers/all-MiniLM-L6-v2",
+                        help="a Hub id, or a folder with config.json, model.safetensors and tokenizer.json; "
+                             "'tiny': a small random BERT")
+    parser.add_argument("--csv-dir", help="a folder with BANKING77's train.csv and test.csv; default: the Hub")
+    parser.add_argument("--row-length", type=int, default=128, help="tokens per packed row")
+    parser.add_argument("--max-queries", type=int, default=16, help="at most this many queries share a row")
+    parser.add_argument("--rows-per-step", type=int, default=64, help="the global batch, in rows")
+    parser.add_argument("--epochs", type=int, default=3, help="passes over the training set")
+    parser.add_argument("--learning-rate", type=float, default=1e-4, help="AdamW's peak rate")
+    parser.add_argument("--dtype", choices=("bfloat16", "float32"), help="the activations'; default: bfloat16 on a TPU")
+    parser.add_argument("--replicas", type=int, help="devices to use; default: every device")
+    parser.add_argument("--cpu-devices", type=int, help="simulate this many CPU devices (a rehearsal without a TPU)")
+    parser.add_argument("--output-dir", help="save the trained weights there, as an Orbax checkpoint")
+    parser.add_argument("--seed", type=int, default=0, help="seeds the new weights and the order of the rows")
+    args = parser.parse_args(argv)
+    if args.cpu_devices:
+        jax.config.update("jax_num_cpu_devices", args.cpu_devices)  # before JAX first touches a device
+    dtype = args.dtype or ("bfloat16" if jax.default_backend() == "tpu" else "float32")
+    data = read_banking77(args.csv_dir)
+    num_labels = data["train"].features["label"].num_classes
+    tokenizer = load_tokenizer(args.model, data["train"]["text"])
+    examples = {split: encode(data[split]["text"], data[split]["label"], tokenizer, args.row_length)
+                for split in ("train", "test")}
+    model = make_model(args.model, tokenizer.get_vocab_size(), num_labels, dtype=jnp.dtype(dtype), seed=args.seed)
+    mesh = make_mesh(args.replicas or jax.device_count(), args.rows_per_step)
+    rows = len(packed_rows(examples["train"], args.row_length, args.max_queries, seed=args.seed))
+    steps_per_epoch = -(-rows // args.rows_per_step)
+    schedule = optax.warmup_cosine_decay_schedule(0.0, args.learning_rate, max(1, steps_per_epoch // 2),
+                                                  steps_per_epoch * args.epochs)
+    optimizer = optax.adamw(schedule, weight_decay=0.01)
+    graphdef, params = nnx.split(model)
+    compiles = CompileCounter()
+    params, _, _ = train(params, optimizer.init(params), make_train_step(graphdef, optimizer), examples["train"],
+                         epochs=args.epochs, row_length=args.row_length, max_queries=args.max_queries,
+                         rows_per_step=args.rows_per_step, mesh=mesh, seed=args.seed)
+    test_rows = packed_rows(examples["test"], args.row_length, args.max_queries, shuffle=False)
+    preds, labels = predict(graphdef, params, test_rows, args.rows_per_step, mesh)
+    f1 = f1_score(labels, preds, average="weighted")
+    print(f"{mesh.devices.size} {jax.default_backend()} devices, {dtype} activations; "
+          f"train_step compiled {compiles.of('train_step')} time(s)")
+    print(f"weighted F1 on {len(labels):,} test queries: {f1:.3f} (chance {1 / num_labels:.3f})")
+    if args.output_dir:
+        print(f"weights saved to {save_params(jax.device_get(params), args.output_dir)}")
+    return f1

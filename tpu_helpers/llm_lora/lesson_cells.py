@@ -6,9 +6,24 @@ Edit the cells in the notebook, then run ./course links (a test fails while this
 # ruff: noqa: E402, F811, I001  (the cells' own imports, cell by cell, as the learner reads them)
 
 
-# ---- notebooks/10_llm_lora_fsdp.ipynb, cell 10: prompt_ids, answer_ids, chat_row
+# ---- notebooks/10_llm_lora_fsdp.ipynb, cell 10: read_banking77, prompt_ids, answer_ids, chat_row
 # in the section "2 · The data: BANKING77 as text, loss on the answer only"
+from pathlib import Path
+
+import datasets
+
 PROMPT = "Name the banking intent of this query: {query}"
+
+
+def read_banking77(csv_dir: str | None = None) -> datasets.DatasetDict:
+    """BANKING77's train and test splits (text, label): the Hub's parquet export, or ``csv_dir``'s train/test.csv."""
+    if csv_dir is None:
+        return datasets.load_dataset("PolyAI/banking77", revision="refs/convert/parquet")
+    files = {split: str(Path(csv_dir) / f"{split}.csv") for split in ("train", "test")}
+    raw = datasets.load_dataset("csv", data_files=files, keep_default_na=False)  # columns: text, category
+    names = sorted(set(raw["train"]["category"]))
+    features = datasets.Features({"text": datasets.Value("string"), "label": datasets.ClassLabel(names=names)})
+    return raw.map(lambda r: {"label": names.index(r["category"])}, remove_columns=["category"]).cast(features)
 
 
 def prompt_ids(tokenizer, query):
@@ -47,7 +62,7 @@ def with_lora(model, r=8):
     return get_peft_model(model, config)
 
 
-# ---- notebooks/10_llm_lora_fsdp.ipynb, cell 19: FSDPv2Trainer, fsdp_v2_arguments
+# ---- notebooks/10_llm_lora_fsdp.ipynb, cell 19: FSDPv2Trainer, fsdp_v2_arguments, trained_weights
 # in the section "4 · FSDPv2 through the Hugging Face `Trainer`"
 from transformers import Trainer, TrainingArguments
 
@@ -73,6 +88,11 @@ def fsdp_v2_arguments(output_dir, *, global_batch, steps, learning_rate, layer_c
         logging_strategy="no", save_strategy="no", report_to="none")
 
 
+def trained_weights(model):
+    """Every parameter on the CPU (a sharded one gathered), named without FSDP's ``_orig_module.``."""
+    return {n.replace("_orig_module.", ""): p.detach().cpu() for n, p in model.named_parameters()}
+
+
 # ---- notebooks/10_llm_lora_fsdp.ipynb, cell 27: merged_checkpoint
 # in the section "6 · It learns, and it comes home"
 def merged_checkpoint(lora_cpu, trained_state, folder, tokenizer):
@@ -82,3 +102,69 @@ def merged_checkpoint(lora_cpu, trained_state, folder, tokenizer):
     merged.save_pretrained(folder, safe_serialization=True)
     tokenizer.save_pretrained(folder)
     return merged
+
+
+# ---- notebooks/10_llm_lora_fsdp.ipynb, cell 34: main
+# in the section "7 · The same lesson as a script"
+import argparse
+import copy
+import os
+import tempfile
+
+import torch
+import torch_xla.runtime as xr
+from transformers import AutoModelForCausalLM, AutoTokenizer, default_data_collator
+
+
+def main(argv: list[str] | None = None) -> None:
+    """The lesson end to end: LoRA on a causal LM, its weights sharded over every device, merged and saved."""
+    parser = argparse.ArgumentParser(description="Fine-tune LoRA adapters of a causal LM on BANKING77 as text, its "
+                                     "weights sharded over every device (FSDPv2); save the merged model.")
+    parser.add_argument("--model", default="HuggingFaceTB/SmolLM2-135M-Instruct",
+                        help="a Hub id, or a checkpoint folder with a causal LM and its tokenizer")
+    parser.add_argument("--csv-dir", help="a folder with BANKING77's train.csv and test.csv; default: the Hub")
+    parser.add_argument("--steps", type=int, default=150, help="training steps")
+    parser.add_argument("--per-device-batch", type=int, default=8, help="rows per device in each step")
+    parser.add_argument("--learning-rate", type=float, default=2e-4, help="AdamW's rate")
+    parser.add_argument("--rank", type=int, default=8, help="LoRA's rank r")
+    parser.add_argument("--held-out", type=int, default=64, help="test queries for the loss before and after")
+    parser.add_argument("--cpu-devices", type=int, help="simulate this many CPU devices (a rehearsal without a TPU)")
+    parser.add_argument("--output-dir", default="banking77-lora-merged", help="where the merged model is saved")
+    parser.add_argument("--seed", type=int, default=0, help="seeds the row order and the LoRA adapters")
+    args = parser.parse_args(argv)
+    if args.cpu_devices:  # read when the XLA runtime starts
+        os.environ.update(PJRT_DEVICE="CPU", CPU_NUM_DEVICES=str(args.cpu_devices))
+    xr.use_spmd()  # one process drives every device: before any tensor touches one
+    global_batch = args.per_device_batch * xr.global_runtime_device_count()
+    data = read_banking77(args.csv_dir)
+    names = data["train"].features["label"].names
+    tokenizer = AutoTokenizer.from_pretrained(args.model)
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    held = min(args.held_out, len(data["test"]))
+    splits = {"train": data["train"].shuffle(seed=args.seed), "test": data["test"].shuffle(seed=args.seed).select(range(held))}
+    pairs = {split: [(prompt_ids(tokenizer, q), answer_ids(tokenizer, names[y]))
+                     for q, y in zip(ds["text"], ds["label"])] for split, ds in splits.items()}
+    longest = max(len(p) + len(a) for split in pairs.values() for p, a in split)
+    row_length = -(-longest // 16) * 16  # one shape for every row: the longest, rounded up to a multiple of 16
+    rows = {split: [chat_row(p, a, row_length, pad_id) for p, a in found] for split, found in pairs.items()}
+    held_out = default_data_collator(rows["test"])
+    torch.manual_seed(args.seed)
+    model = AutoModelForCausalLM.from_pretrained(args.model, dtype=torch.float32)
+    layer_class = type(model.model.layers[0]).__name__  # e.g. LlamaDecoderLayer
+    lora_model = with_lora(model, r=args.rank)
+    on_cpu = copy.deepcopy(lora_model)  # the start, on the CPU: the merge happens there
+    with torch.no_grad():
+        loss_before = float(on_cpu(**held_out).loss)
+    with tempfile.TemporaryDirectory() as output_dir:  # the Trainer's: it saves nothing there
+        trainer = FSDPv2Trainer(model=lora_model, train_dataset=rows["train"], data_collator=default_data_collator,
+                                args=fsdp_v2_arguments(output_dir, global_batch=global_batch, steps=args.steps,
+                                                       learning_rate=args.learning_rate, layer_class=layer_class,
+                                                       seed=args.seed))
+        result = trainer.train()
+    merged = merged_checkpoint(on_cpu, trained_weights(lora_model), args.output_dir, tokenizer)
+    with torch.no_grad():
+        loss_after = float(merged(**held_out).loss)
+    print(f"{args.steps} steps of {global_batch} rows over {xr.global_runtime_device_count()} {xr.device_type()} "
+          f"devices; training loss {result.training_loss:.3f}")
+    print(f"held-out answer-token loss: {loss_before:.3f} before, {loss_after:.3f} after training")
+    print(f"merged model saved to {args.output_dir}")

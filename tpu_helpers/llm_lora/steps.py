@@ -1,6 +1,7 @@
 """Notebook 10's plumbing and measurements: input checks, compilations per step, shards, HLO, replay, reload."""
 from __future__ import annotations
 
+import atexit
 import os
 import re
 import subprocess
@@ -19,15 +20,27 @@ class LessonInputError(ValueError):
     """A parameter of notebook 10 that cannot work; the message says what to change."""
 
 
+_DUMPS: list[tempfile.TemporaryDirectory] = []  # XLA writes into the folder at every compilation, until removed
+
+
 def dump_compiled_hlo() -> Path:
-    """Ask XLA to write each compiled training graph's HLO as text (XLA_FLAGS: set before the runtime starts)."""
+    """Ask XLA to write each compiled graph's HLO as text (XLA_FLAGS: set before the runtime starts) into a folder of
+    this process's own (`remove_hlo_dumps`, or Python's exit, removes it)."""
     flags = os.environ.get("XLA_FLAGS", "")
     if DUMP_FLAG in flags:  # a rerun in this kernel: the runtime read the flags already
         return Path(flags.split(DUMP_FLAG)[1].split()[0])
-    folder = Path(tempfile.mkdtemp(prefix="tpu-course-10-hlo-"))
+    _DUMPS.append(tempfile.TemporaryDirectory(prefix="tpu-course-10-hlo-"))
+    atexit.register(_DUMPS[-1].cleanup)  # again at exit: XLA recreates the folder at a compilation after a cleanup
+    folder = Path(_DUMPS[-1].name)
     os.environ["XLA_FLAGS"] = (f"{flags} {DUMP_FLAG}{folder} --xla_dump_hlo_as_text "
                                "--xla_dump_hlo_module_re=SyncTensorsGraph").strip()
     return folder
+
+
+def remove_hlo_dumps() -> None:
+    """Remove the dump folder this process made (XLA recreates it at a later compilation: Python's exit removes it)."""
+    for folder in _DUMPS:
+        folder.cleanup()
 
 
 def check_devices(devices: int, replicas: int, is_tpu: bool) -> None:
@@ -84,16 +97,13 @@ class StepRecorder(TrainerCallback):
         if state.global_step:
             self.per_step.append(compilations() - self._mark)
         if state.global_step == 1:  # the loader's mark_step ran step 1's graph: its weights are on the device
-            self.first_step = {k: v for k, v in weights(self.model).items() if "lora_" in k}
+            from tpu_helpers.llm_lora.lesson_cells import trained_weights  # imports torch_xla: not before the flags
+
+            self.first_step = {k: v for k, v in trained_weights(self.model).items() if "lora_" in k}
         self._mark = compilations()  # the reads above compile gathers of their own: not the step's
 
     def on_train_end(self, args, state, control, **kwargs):
         self.per_step.append(compilations() - self._mark)
-
-
-def weights(model: Any) -> dict[str, Any]:
-    """Every parameter on the CPU, by its name without FSDP's ``_orig_module.`` (a sharded one is gathered)."""
-    return {n.replace("_orig_module.", ""): p.detach().cpu() for n, p in model.named_parameters()}
 
 
 def bytes_per_device(model: Any) -> dict[str, int]:
@@ -143,15 +153,16 @@ def reload_logits(folder: str, batch: dict[str, Any]) -> dict[str, Any]:
     """Logits of the saved checkpoint from a fresh Python process on the CPU, without torch_xla."""
     import torch
 
-    work = Path(tempfile.mkdtemp(prefix="tpu-course-10-reload-"))
-    torch.save({k: v for k, v in batch.items() if k != "labels"}, work / "batch.pt")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PJRT_", "XLA_", "CPU_NUM_DEVICES"))}
     env["USE_TORCH_XLA"] = "0"  # transformers leaves torch_xla unimported
-    done = subprocess.run([sys.executable, "-c", _RELOAD, folder, str(work / "batch.pt"), str(work / "out.pt")],
-                          env=env, capture_output=True, text=True, timeout=600)
-    if done.returncode:
-        raise RuntimeError(f"reloading {folder} in a child process failed:\n{done.stderr[-2000:]}")
-    return torch.load(work / "out.pt")
+    with tempfile.TemporaryDirectory(prefix="tpu-course-10-reload-") as name:
+        work = Path(name)
+        torch.save({k: v for k, v in batch.items() if k != "labels"}, work / "batch.pt")
+        done = subprocess.run([sys.executable, "-c", _RELOAD, folder, str(work / "batch.pt"), str(work / "out.pt")],
+                              env=env, capture_output=True, text=True, timeout=600)
+        if done.returncode:
+            raise RuntimeError(f"reloading {folder} in a child process failed:\n{done.stderr[-2000:]}")
+        return torch.load(work / "out.pt")
 
 
 def exact_match(model: Any, tokenizer: Any, prompts: list[list[int]], answers: list[str], batch: int = 16) -> float:

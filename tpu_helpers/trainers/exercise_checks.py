@@ -18,7 +18,7 @@ def check_training_step(training_step: Callable, module_class: type, dataset: An
         import torch
         from torch.utils.data import DataLoader
 
-        from tpu_helpers.trainers.recorder import SlowRunDetective
+        from tpu_helpers.xla_debug.trainer_callbacks import SlowRunDetective
 
         outputs = []
 
@@ -70,7 +70,7 @@ def check_static_trainer_setup(setup: Callable, tokenizer: Any, dataset: Any, *,
         import torch
         from transformers import Trainer
 
-        from tpu_helpers.trainers.recorder import HFStepDetective
+        from tpu_helpers.xla_debug.trainer_callbacks import HFStepDetective
         from tpu_helpers.xla_torch.lesson_cells import keep_attention_masks_on_device, tiny_bert
 
         with tempfile.TemporaryDirectory(prefix="tpu-course-07-check-") as out:

@@ -6,7 +6,17 @@ Edit the cells in the notebook, then run ./course links (a test fails while this
 # ruff: noqa: E402, F811, I001  (the cells' own imports, cell by cell, as the learner reads them)
 
 
-# ---- notebooks/06_pytorch_xla_under_the_hood.ipynb, cell 12: make_batch, bert_config, train
+# ---- notebooks/06_pytorch_xla_under_the_hood.ipynb, cell 9: recorded_graph
+# in the section "2 · Lazy tensors: operations record a graph"
+import torch_xla
+
+
+def recorded_graph(tensor):
+    """The graph torch_xla recorded for `tensor` and has not run yet: its IR text and the HLO that XLA compiles."""
+    return torch_xla._XLAC._get_xla_tensors_text([tensor]), torch_xla._XLAC._get_xla_tensors_hlo([tensor])
+
+
+# ---- notebooks/06_pytorch_xla_under_the_hood.ipynb, cell 13: make_batch, bert_config, train
 # in the section "3 · Trace → compile → execute → cache, in a training loop"
 import torch
 import torch_xla
@@ -32,22 +42,29 @@ def bert_config(hidden, layers):
                       attn_implementation="eager")
 
 
-def train(model, optimizer, batches, run=None):
+def train(model, optimizer, batches, run=None, log_every=0, loss_fn=None):
     """Train on `batches` (dicts of CPU tensors), one graph per step; returns the last loss, still on the device."""
     device = torch_xla.device()
     model.train()
-    for batch in batches:
+    for step, batch in enumerate(batches):
         if run is not None:
             run.step(batch)  # optional: a StepRecorder notes each step for the slow-run detective
         with torch_xla.step():  # records the step, then runs its graph (torch_xla.sync()) at the end
-            loss = model(**{k: v.to(device) for k, v in batch.items()}).loss
+            batch = {k: v.to(device) for k, v in batch.items()}
+            if loss_fn is None:
+                loss = model(**batch).loss
+            else:  # your own loss on the logits
+                labels = batch.pop("labels")
+                loss = loss_fn(model(**batch).logits, labels)
             loss.backward()
             optimizer.step()
             optimizer.zero_grad()
+        if log_every and step % log_every == 0:
+            print(f"step {step}: loss {loss.item():.3f}")  # .item() waits for the device: read it rarely
     return loss
 
 
-# ---- notebooks/06_pytorch_xla_under_the_hood.ipynb, cell 19: report_entry, report_fallbacks
+# ---- notebooks/06_pytorch_xla_under_the_hood.ipynb, cell 20: report_entry, report_fallbacks
 # in the section "The metrics report: what torch_xla saw during the loop"
 import re
 
@@ -62,3 +79,74 @@ def report_fallbacks(report_text):
     """The ops that ran on the CPU (`aten::` counters, not the scalar reads `aten::_local_scalar_dense`), with counts."""
     return {op: int(n) for op, n in re.findall(r"^Counter: (aten::\S+)\n\s+Value: (\d+)", report_text, re.M)
             if op != "aten::_local_scalar_dense"}
+
+
+# ---- notebooks/06_pytorch_xla_under_the_hood.ipynb, cell 23: make_loader, train_epoch, save_for_cpu, load_on_cpu
+# in the section "4 · The loop idioms: `MpDeviceLoader`, `xm.optimizer_step`, `xm.save`"
+import torch_xla.core.xla_model as xm
+import torch_xla.distributed.parallel_loader as pl
+from torch.utils.data import DataLoader, TensorDataset
+
+
+def make_loader(batches, batch_size):
+    """A shuffling DataLoader over the rows of `batches`; drop_last keeps every batch the same shape."""
+    columns = ("input_ids", "attention_mask", "labels")
+    dataset = TensorDataset(*(torch.cat([b[k] for b in batches]) for k in columns))
+    return DataLoader(dataset, batch_size=batch_size, shuffle=True, drop_last=True)
+
+
+def train_epoch(model, optimizer, loader, run=None):
+    """One epoch: MpDeviceLoader copies the next batches to the device while the current step runs."""
+    model.train()
+    for input_ids, attention_mask, labels in pl.MpDeviceLoader(loader, torch_xla.device()):  # syncs per batch
+        batch = {"input_ids": input_ids, "attention_mask": attention_mask, "labels": labels}
+        if run is not None:
+            run.step(batch)  # optional: a recorder notes each step
+        loss = model(**batch).loss
+        loss.backward()
+        xm.optimizer_step(optimizer)  # all-reduces the gradients across replicas, then optimizer.step()
+        optimizer.zero_grad()
+    return loss
+
+
+def save_for_cpu(model, path):
+    """Write the weights as CPU tensors, from the master replica only."""
+    xm.save(model.state_dict(), path)
+
+
+def load_on_cpu(model, path):
+    """Load what `save_for_cpu` wrote into `model`, a CPU model of the same config: no torch_xla needed."""
+    model.load_state_dict(torch.load(path, weights_only=True))
+    return model
+
+
+# ---- notebooks/06_pytorch_xla_under_the_hood.ipynb, cell 44: run_fresh, compilation_causes
+# in the section "6 · The next tools: `PT_XLA_DEBUG_LEVEL` and the persistent compile cache"
+import os
+import subprocess
+import sys
+
+
+def run_fresh(script, *args, env=None, timeout=300):
+    """Run a Python script in a new process, where settings read at start take effect; raises when it fails."""
+    child = subprocess.run([sys.executable, "-c", script, *args], env={**os.environ, **(env or {})},
+                           capture_output=True, text=True, timeout=timeout)
+    if child.returncode:
+        raise RuntimeError(f"the script failed (exit {child.returncode}):\n{(child.stdout + child.stderr)[-2000:]}")
+    return child
+
+
+def compilation_causes(debug_log):
+    """The cause that PT_XLA_DEBUG_LEVEL=1 gives for each compilation, read from what the process printed."""
+    lines = debug_log.splitlines()
+    return [lines[i + 1].split(":", 1)[1].strip() for i, line in enumerate(lines[:-1]) if "Compilation Cause" in line]
+
+
+# ---- notebooks/06_pytorch_xla_under_the_hood.ipynb, cell 51: predict
+# in the section "7 · The headline: 178 minutes in FP32, 106 in BF16"
+def predict(model, batch, bf16=False):
+    """The model's logits for `batch` on the XLA device; `bf16`: autocast runs the matmuls in bfloat16."""
+    device = torch_xla.device()
+    model.eval()
+    with torch.no_grad(), torch.autocast("xla", dtype=torch.bfloat16, enabled=bf16):  # the weights stay float32
+        return model(input_ids=batch["input_ids"].to(device), attention_mask=batch["attention_mask"].to(device)).logits

@@ -1,13 +1,10 @@
 """The figures the course holds itself to (tools/course_stats.py): measurement folded with its checks, at least half
 of every notebook's code is lesson, and the prose before "Why?" reads in one pass."""
-import sys
 
+import course_stats  # tools/ is on sys.path (tests/conftest.py)
 import nbformat
 import pytest
 from course_testing import ROOT
-
-sys.path.insert(0, str(ROOT / "tools"))
-import course_stats  # noqa: E402
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 

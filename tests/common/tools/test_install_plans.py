@@ -195,9 +195,9 @@ def test_the_conflict_rule_reads_both_of_pips_wordings():
     # read where the PyTorch/XLA packages are installed (the torch environment: ./course names its interpreter)
     from tpu_helpers.core.frameworks import framework_python
 
-    script = ("import json, sys; sys.path.insert(0, sys.argv[1]); import install_plan as p; "
-              "print(json.dumps(sorted(p.course_distributions(p.plan_roots(p.hosted_plan('torch', 'cpu', 'o/r'))))))")
-    proc = subprocess.run([framework_python("torch"), "-c", script, str(ROOT / "tools")], capture_output=True,
+    script = ("import json, runpy, sys; p = runpy.run_path(sys.argv[1]); print(json.dumps(sorted(p['course_distributions']"
+              "(p['plan_roots'](p['hosted_plan']('torch', 'cpu', 'o/r'))))))")
+    proc = subprocess.run([framework_python("torch"), "-c", script, str(ROOT / "tools" / "install_plan.py")], capture_output=True,
                           text=True, timeout=120)
     course = set(__import__("json").loads(proc.stdout))
     assert {"torch", "torchvision", "lightning", "torchmetrics", "transformers", "huggingface-hub", "tpu-course"} <= course

@@ -3,15 +3,12 @@ package's ``lesson_cells.py``, and no test, benchmark or package module holds a 
 """
 import ast
 import difflib
-import sys
 from pathlib import Path
 
+import lesson_cells  # tools/ is on sys.path (tests/conftest.py)
 import nbformat
 import pytest
 from course_testing import ROOT
-
-sys.path.insert(0, str(ROOT / "tools"))
-import lesson_cells  # noqa: E402
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 CODE_FOLDERS = ("tpu_helpers", "tests", "benchmarks")

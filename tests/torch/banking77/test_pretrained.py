@@ -64,12 +64,7 @@ def test_real_pretrained_weights_train_within_notebook_05s_compile_budget():
 
 
 def test_loading_real_weights_prints_only_explained_stderr_lines():
-    tools = Path(__file__).resolve().parents[3] / "tools"
-    sys.path.insert(0, str(tools))
-    try:
-        import stderr_check
-    finally:
-        sys.path.remove(str(tools))
+    import stderr_check  # tools/ is on sys.path (tests/conftest.py)
     code = ("from tpu_helpers.banking77 import dataset\n"
             "data = dataset.load_banking77('synthetic', n_train_per_label=1, n_test_per_label=1)\n"
             f"dataset.make_model({CHECKPOINT!r}, data)\n")

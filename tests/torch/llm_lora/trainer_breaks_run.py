@@ -19,15 +19,16 @@ def attempt(trainer_class, **overrides):
     """What one training step raises (its type and first line), or 'trained'."""
     model = with_lora(tiny_llama(64, seed=0, row_length=16))
     rows = [chat_row(list(range(3, 9)), [10 + i % 5, 2], 16, 0) for i in range(16)]
-    args = fsdp_v2_arguments(tempfile.mkdtemp(), global_batch=8, steps=1, learning_rate=1e-3,
-                             layer_class="LlamaDecoderLayer")
-    for key, value in overrides.items():
-        setattr(args, key, value)
-    try:
-        trainer_class(model=model, args=args, train_dataset=rows, data_collator=default_data_collator).train()
-        return "trained"
-    except Exception as e:  # noqa: BLE001 (the test reads what the Trainer raised)
-        return f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"
+    with tempfile.TemporaryDirectory() as output_dir:  # the Trainer's: it saves nothing there
+        args = fsdp_v2_arguments(output_dir, global_batch=8, steps=1, learning_rate=1e-3,
+                                 layer_class="LlamaDecoderLayer")
+        for key, value in overrides.items():
+            setattr(args, key, value)
+        try:
+            trainer_class(model=model, args=args, train_dataset=rows, data_collator=default_data_collator).train()
+            return "trained"
+        except Exception as e:  # noqa: BLE001 (the test reads what the Trainer raised)
+            return f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"
 
 
 result = {"plain Trainer": attempt(Trainer),  # without fix 1

@@ -40,8 +40,8 @@ def main(mode: str) -> None:
 
     from tpu_helpers.banking77 import dataset
     from tpu_helpers.trainers import lesson_cells
-    from tpu_helpers.trainers.recorder import SlowRunDetective
     from tpu_helpers.trainers.xla_cpu import XLACPUAccelerator, quiet_lightning
+    from tpu_helpers.xla_debug.trainer_callbacks import SlowRunDetective
 
     quiet_lightning()
     if mode == "float-lr":

@@ -24,7 +24,7 @@ def loader(data, batch_size=16, padding="max_length"):
 
 
 def test_healthy_run_has_nothing_to_report_and_epochs_are_counted(xla, data, bag_of_words):
-    from tpu_helpers.trainers.recorder import SlowRunDetective
+    from tpu_helpers.xla_debug.trainer_callbacks import SlowRunDetective
 
     d = SlowRunDetective()
     fit(bag_of_words(len(data[0]), 77), loader(data), d, max_epochs=2, limit_train_batches=6)
@@ -45,7 +45,7 @@ def test_logging_the_loss_is_what_compiles_at_an_epochs_first_step(xla, data, ba
     """Notebook 07's claim: Lightning's epoch-end reduction of a logged loss is traced into the next epoch's first
     step (a graph per first-batch shape); a module that logs nothing compiles nothing after epoch 1. (The
     vocabulary sizes differ from the other tests' so that these graphs are new in this process.)"""
-    from tpu_helpers.trainers.recorder import SlowRunDetective
+    from tpu_helpers.xla_debug.trainer_callbacks import SlowRunDetective
 
     class LogsNothing(bag_of_words):  # the notebook's module with Lightning's self.log switched off
         def log(self, *args, **kwargs):
@@ -60,7 +60,7 @@ def test_logging_the_loss_is_what_compiles_at_an_epochs_first_step(xla, data, ba
 
 
 def test_item_every_step_is_named_a_host_sync(xla, data, bag_of_words):
-    from tpu_helpers.trainers.recorder import SlowRunDetective
+    from tpu_helpers.xla_debug.trainer_callbacks import SlowRunDetective
 
     d = SlowRunDetective()
     fit(bag_of_words(len(data[0]), 77, read_loss_every_step=True), loader(data), d, max_steps=6)
@@ -68,7 +68,7 @@ def test_item_every_step_is_named_a_host_sync(xla, data, bag_of_words):
 
 
 def test_dynamic_padding_and_small_batches_are_named(xla, data, bag_of_words):
-    from tpu_helpers.trainers.recorder import SlowRunDetective
+    from tpu_helpers.xla_debug.trainer_callbacks import SlowRunDetective
 
     d = SlowRunDetective()
     fit(bag_of_words(len(data[0]), 77), loader(data, padding="longest"), d, max_steps=8)
@@ -80,7 +80,7 @@ def test_dynamic_padding_and_small_batches_are_named(xla, data, bag_of_words):
 
 
 def test_a_detective_that_recorded_nothing_says_so():
-    from tpu_helpers.trainers.recorder import SlowRunDetective
+    from tpu_helpers.xla_debug.trainer_callbacks import SlowRunDetective
 
     report = SlowRunDetective().report(warmup_steps=2)
     assert report.problems == [] and "nothing recorded" in str(report)
@@ -89,7 +89,7 @@ def test_a_detective_that_recorded_nothing_says_so():
 def test_hf_step_detective_records_one_step_per_optimizer_step(xla, data, tmp_path):
     from transformers import DataCollatorWithPadding, Trainer, TrainingArguments
 
-    from tpu_helpers.trainers.recorder import HFStepDetective
+    from tpu_helpers.xla_debug.trainer_callbacks import HFStepDetective
     from tpu_helpers.xla_torch.lesson_cells import keep_attention_masks_on_device, tiny_bert
 
     tok, train = data

@@ -1,4 +1,4 @@
-"""Notebook 06's slow-run detective as callbacks: `SlowRunDetective` (Lightning), `HFStepDetective` (HF Trainer)."""
+"""The slow-run detective as trainer callbacks: `SlowRunDetective` (Lightning), `HFStepDetective` (HF Trainer)."""
 from __future__ import annotations
 
 from lightning.pytorch.callbacks import Callback
