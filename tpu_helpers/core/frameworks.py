@@ -6,6 +6,7 @@ import sys
 from tpu_helpers.core import runtime as runtime_module
 from tpu_helpers.core.tempdirs import course_temp_dir
 from tpu_helpers.core.tpu_lock import TPUHeldError, held_problem
+from tpu_helpers.core.tpu_slices import RESTART_MENUS, parse_accelerator_type, slice_hosts
 from tpu_helpers.core.versions import installed_version
 
 _OTHER = {"tf": ("torch_xla", "PyTorch/XLA"), "torch": ("tensorflow", "TensorFlow"), "jax": ("torch_xla", "PyTorch/XLA")}
@@ -26,9 +27,8 @@ def _refuse_beside(key: str) -> None:
     if other_module in sys.modules:
         raise FrameworkClashError(
             f"{other_name} is already imported in this kernel, and {_NAMES[key]} cannot be loaded beside it "
-            f"(the two abort the process together). Restart the kernel (Runtime > Restart session on Colab, "
-            f"Run > Restart & clear cell outputs on Kaggle) and run this notebook from the top; keep each "
-            f"notebook to one framework.")
+            f"(the two abort the process together). Restart the kernel ({RESTART_MENUS}) and run this notebook "
+            f"from the top; keep each notebook to one framework.")
 
 
 def framework_python(name: str) -> str:
@@ -97,8 +97,8 @@ def tf_tpu_environment(runtime, libtpu_path: str | None) -> dict[str, str]:
         return {}
     accelerator = getattr(runtime, "accelerator_type", None)
     if accelerator:
-        generation, chips, _ = runtime_module.parse_accelerator_type(accelerator)
-        if runtime_module.slice_hosts(generation, chips) > 1:
+        generation, chips, _ = parse_accelerator_type(accelerator)
+        if slice_hosts(generation, chips) > 1:
             return {"TPU_LOAD_LIBRARY": "0"}
     if not libtpu_path:
         return {}
@@ -143,9 +143,8 @@ def check_tpu_build(runtime, framework: str, *, probe_devices: bool = True) -> s
     """On a TPU, stop unless the TPU is free and this kernel's build of `framework` sees it; else say so."""
     if not getattr(runtime, "is_tpu", False):
         return f"not on a TPU: the {_NAMES[framework]} build installed here is the right one"
-    restart = ("run this notebook's install cell, then restart the runtime (Colab: Runtime > Restart session; "
-               "Kaggle: Run > Restart & clear cell outputs) and run from the top; on a Cloud TPU VM pick the "
-               f"kernel 'tpu-course-{framework}' that ./course setup --tpu registered")
+    restart = (f"run this notebook's install cell, then restart the runtime ({RESTART_MENUS}) and run from the top; "
+               f"on a Cloud TPU VM pick the kernel 'tpu-course-{framework}' that ./course setup --tpu registered")
     problem = held_problem() if getattr(runtime, "is_tpu_vm", False) else None
     if problem:
         raise TPUHeldError(problem)

@@ -5,26 +5,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
+from tpu_helpers.core.tpu_slices import GENERATIONS, friendly_name, google_name, parse_accelerator_type
+
 GOOGLE_PCI_VENDOR = "0x1ae0"
 # PCI device id -> TPU generation (torch_xla/_internal/tpu.py, jax/_src/hardware_utils.py); v2 is 0x0027 too.
 TPU_PCI_DEVICE_IDS = {"0x0027": "v3", "0x005e": "v4", "0x0062": "v5p", "0x0063": "v5e", "0x006f": "v6e"}
-# Devices per chip: v2/v3's two TensorCores are two devices; v4/v5p fuse theirs (megacore); v5e/v6e have one.
-_DEVICES_PER_CHIP = {"v2": 2, "v3": 2, "v4": 1, "v5p": 1, "v5e": 1, "v6e": 1}
-# TensorCores per chip: "vX-N" counts TensorCores where a chip has two, chips on v5e/v6e (cloud.google.com/tpu/docs).
-_TENSORCORES_PER_CHIP = {"v2": 2, "v3": 2, "v4": 2, "v5p": 2, "v5e": 1, "v6e": 1}
-# Chips of the largest single-host slice; beyond it a slice is TPU VMs ("workers") of 4 chips each (notebook 08).
-_CHIPS_PER_HOST = {"v2": 4, "v3": 4, "v4": 4, "v5p": 4, "v5e": 8, "v6e": 8}
-_CHIPS_PER_WORKER_MULTIHOST = 4
 ROOT = Path("/")  # where the device files are read (/dev, /sys/bus/pci)
-
-
-def slice_hosts(generation: str, chips: int) -> int:
-    """The TPU VMs ("workers") of a slice of `chips` chips (ValueError when they are not whole VMs)."""
-    if chips <= _CHIPS_PER_HOST.get(generation, 4):
-        return 1
-    if chips % _CHIPS_PER_WORKER_MULTIHOST:
-        raise ValueError(f"{generation} slice of {chips} chips: not whole TPU VMs of {_CHIPS_PER_WORKER_MULTIHOST} chips")
-    return chips // _CHIPS_PER_WORKER_MULTIHOST
 
 
 @dataclass(frozen=True)
@@ -54,7 +40,7 @@ class Runtime:
     @property
     def slice_name(self) -> str | None:
         """Friendly slice name: "v5e-8" for accelerator type "v5litepod-8"."""
-        return self.accelerator_type and self.accelerator_type.replace("v5litepod", "v5e").replace("v6e-lite", "v6e")
+        return self.accelerator_type and friendly_name(self.accelerator_type)
 
     def describe(self) -> str:
         """One line for a learner: what this runtime is."""
@@ -71,27 +57,6 @@ class Runtime:
         if self.kind == "gpu":
             return f"GPU runtime{place}: {self.gpus} NVIDIA GPU{'s' if self.gpus != 1 else ''}, no TPU."
         return f"CPU only{place}: no TPU or GPU found; XLA runs on the CPU (slow, but the same compiler rules)."
-
-
-def parse_accelerator_type(accelerator_type: str) -> tuple[str, int, int]:
-    """A Cloud TPU accelerator type as (generation, chips, tensorcores): "v3-8" is ('v3', 4, 8)."""
-    text = str(accelerator_type).strip().lower()
-    m = re.fullmatch(r"v(\d)([a-z-]*?)(?:pod)?-(\d+)", text)
-    expected = "expected e.g. 'v2-8', 'v3-32', 'v4-8', 'v5p-8', 'v5litepod-8' (v5e) or 'v6e-8'"
-    if not m:
-        raise ValueError(f"not a TPU accelerator type: {accelerator_type!r} ({expected})")
-    major, variant, n = m.group(1), m.group(2).rstrip("-"), int(m.group(3))
-    generation = {("2", ""): "v2", ("3", ""): "v3", ("4", ""): "v4", ("5", "p"): "v5p", ("5", "lite"): "v5e",
-                  ("5", "e"): "v5e", ("6", "e"): "v6e"}.get((major, variant))
-    if generation is None:
-        raise ValueError(f"unknown TPU generation in {accelerator_type!r} ({expected})")
-    tc_per_chip = _TENSORCORES_PER_CHIP[generation]
-    if n < 1 or n % tc_per_chip:
-        unit = "TensorCores (two per chip)" if tc_per_chip > 1 else "chips"
-        raise ValueError(f"{accelerator_type!r}: the number after the dash counts {unit} on {generation}, so it must be "
-                         f"a positive multiple of {tc_per_chip} ({expected})")
-    chips = n // tc_per_chip
-    return generation, chips, chips * tc_per_chip
 
 
 def _parse_env_type(acc_type: str) -> tuple[str, int, int]:
@@ -149,10 +114,9 @@ def detect_runtime(env: Mapping[str, str] | None = None) -> Runtime:
             generation, type_chips, _ = _parse_env_type(acc_type)
         # A pod slice spans hosts: the accelerator type counts all of them, device files only this host.
         host_chips = chips or type_chips
-        devices = host_chips * _DEVICES_PER_CHIP.get(generation or "", 1) if host_chips else None
+        devices = host_chips * GENERATIONS[generation].devices_per_chip if host_chips and generation else None
         if not acc_type and generation and host_chips:
-            n = host_chips * _TENSORCORES_PER_CHIP[generation]
-            acc_type = f"{generation}-{n}" if generation != "v5e" else f"v5litepod-{n}"
+            acc_type = google_name(generation, host_chips * GENERATIONS[generation].tensorcores_per_chip)
         kind = {"colab": "colab-tpu-vm", "kaggle": "kaggle-tpu-vm"}.get(platform, "cloud-tpu-vm")
         return Runtime(kind, platform, acc_type, generation, host_chips, devices, None, gpus)
 
@@ -160,7 +124,7 @@ def detect_runtime(env: Mapping[str, str] | None = None) -> Runtime:
         if acc_type:
             generation, chips_n, _ = _parse_env_type(acc_type)
             return Runtime("tpu-node", platform, acc_type, generation, chips_n,
-                           chips_n * _DEVICES_PER_CHIP.get(generation, 1), address, gpus)
+                           chips_n * GENERATIONS[generation].devices_per_chip, address, gpus)
         # Colab's and Kaggle's Nodes were always a v2-8 / v3-8: 8 cores; say so only for those
         return Runtime("tpu-node", platform, tpu_address=address, gpus=gpus,
                        devices=8 if platform in ("colab", "kaggle") else None)

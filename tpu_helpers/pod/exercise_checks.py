@@ -1,11 +1,11 @@
-"""Checks of notebook 08's exercises: `check_shards_for_host`, `check_slice_layout` (against `slices`)."""
+"""Checks of notebook 08's exercises: `check_shards_for_host`, `check_slice_layout` (against `core.tpu_slices`)."""
 from __future__ import annotations
 
 import random
 from typing import Callable
 
 from tpu_helpers.core.exercises import CheckResult, answer_for, call_answer, run_check, short
-from tpu_helpers.pod.slices import slice_layout as reference_layout
+from tpu_helpers.core.tpu_slices import SOURCES, tpu_slice
 
 answer = answer_for(__package__)  # the notebook's answers, or this package's solutions.py when solutions are on
 
@@ -56,13 +56,13 @@ def check_slice_layout(slice_layout: Callable) -> CheckResult:
     def body() -> str:
         for name in LAYOUT_CASES:
             got = call_answer(slice_layout, name, what=f"slice_layout({name!r})")
-            ref = reference_layout(name)
-            want = (ref.chips, ref.workers, ref.replicas)
+            ref = tpu_slice(name)
+            want = (ref.chips, ref.hosts, ref.replicas)
             assert isinstance(got, (tuple, list)) and len(got) == 3, (
                 f"slice_layout({name!r}) must return (chips, workers, replicas), got {short(got)}")
             wrong = [f for f, a, b in zip(("chips", "workers", "replicas"), got, want) if int(a) != b]
             assert not wrong, (f"slice_layout({name!r}) = {tuple(got)}, expected {want} (chips, workers, replicas; "
-                               f"{ref.source}). {hint.get(wrong[0], '') if wrong else ''}")
+                               f"{SOURCES[ref.generation]}). {hint.get(wrong[0], '') if wrong else ''}")
         for bad in ("v4-15", "v9-8", "tpu-16"):
             _refuses(slice_layout, (bad,), f"slice_layout({bad!r})",
                      f"slice_layout({bad!r}) returned {{got}}: it is not a slice, raise ValueError")

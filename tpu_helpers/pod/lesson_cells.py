@@ -36,11 +36,17 @@ def delete_commands(name: str, zone: str, qr_id: str | None = None) -> list[str]
     return [f"gcloud compute tpus tpu-vm delete {name} --zone={zone}"]
 
 
-# ---- notebooks/08_pod_slice_multi_host.ipynb, cell 15 (tagged multi-host-tf): make_strategy, make_dataset_fn, make_train_step
+# ---- notebooks/08_pod_slice_multi_host.ipynb, cell 15 (tagged multi-host-tf): shards_for_pipeline, make_strategy, make_dataset_fn, make_train_step
 # in the section "3 · TensorFlow: notebook 04's masked LM on several hosts"
 import os
 
-from tpu_helpers.pod.sharding import shards_for_pipeline  # exercise 1's answer, tested
+
+def shards_for_pipeline(shards: list[str], pipeline_id: int, num_pipelines: int) -> list[str]:
+    """Exercise 1's answer: every `num_pipelines`-th shard of the sorted list, from `pipeline_id` on."""
+    if len(shards) < num_pipelines:
+        raise ValueError(f"{len(shards)} shards for {num_pipelines} input pipelines (one per host): write the data "
+                         f"in at least {num_pipelines} shards (a multiple of the host count keeps the shares equal)")
+    return sorted(shards)[pipeline_id::num_pipelines]
 
 
 def make_strategy(tpu: str | None, timeout_s: float):

@@ -1,7 +1,7 @@
 """Reference answers for notebook 08's exercises (from one TPU host to a pod slice). Try first, then read."""
 from __future__ import annotations
 
-from tpu_helpers.pod.sharding import shards_for_pipeline as shards_for_host  # noqa: F401 (the workers' own rule)
+from tpu_helpers.pod.lesson_cells import shards_for_pipeline as shards_for_host  # noqa: F401 (the workers' own rule)
 
 
 def slice_layout(accelerator_type):

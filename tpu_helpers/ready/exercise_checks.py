@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Callable
 
 from tpu_helpers.core.exercises import CheckResult, NotAttempted, answer_for, call_answer, run_check, short
-from tpu_helpers.core.runtime import parse_accelerator_type
+from tpu_helpers.core.tpu_slices import parse_accelerator_type
 
 answer = answer_for(__package__)  # the notebook's answers, or this package's solutions.py when solutions are on
 
@@ -14,7 +14,7 @@ ACCELERATOR_TYPES = ("v2-8", "v3-8", "v3-32", "v4-8", "v4-32", "v5litepod-1", "v
 
 
 def _accelerator_problem(name: str, got: object) -> str | None:
-    generation, chips, cores = parse_accelerator_type(name)  # core.runtime owns the TensorCores-per-chip rule
+    generation, chips, cores = parse_accelerator_type(name)  # core.tpu_slices owns the TensorCores-per-chip rule
     got = tuple(got) if isinstance(got, (tuple, list)) else got
     if got == (generation, chips):
         return None

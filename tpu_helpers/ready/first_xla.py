@@ -1,43 +1,16 @@
 """First XLA computations: TensorFlow in this process, PyTorch/XLA and JAX in children (they cannot share one)."""
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import subprocess
 import textwrap
+from typing import Callable
 
 from tpu_helpers.core.frameworks import framework_python
 from tpu_helpers.core.runtime import Runtime
-
-_TORCH_SCRIPT = textwrap.dedent("""
-    import json
-    import torch, torch_xla
-    import torch_xla.runtime as xr
-    import torch_xla.debug.metrics as met
-    dev = torch_xla.device()
-    x = torch.arange(6, dtype=torch.float32, device=dev).reshape(2, 3)
-    y = (x @ x.T).sum()          # recorded lazily, nothing has run yet
-    torch_xla.sync()             # compile + execute the recorded graph
-    compile_data = met.metric_data("CompileTime")
-    print(json.dumps({"device": str(dev), "device_type": xr.device_type(), "devices": xr.global_runtime_device_count(),
-                      "value": y.item(), "compilations": compile_data[0] if compile_data else 0,
-                      "torch_xla": torch_xla.__version__}))
-""")
-
-_JAX_SCRIPT = textwrap.dedent("""
-    import json
-    import jax, numpy as np
-    compiled = []  # JAX's own compile events for gram_sum
-    jax.monitoring.register_event_duration_secs_listener(lambda event, secs, fun_name="", **kw: compiled.append(
-        fun_name) if event == "/jax/core/compile/backend_compile_duration" and fun_name == "jit(gram_sum)" else 0)
-    def gram_sum(x):
-        return (x @ x.T).sum()
-    y = jax.jit(gram_sum)(np.arange(6, dtype=np.float32).reshape(2, 3))
-    print(json.dumps({"device": str(next(iter(y.devices()))), "device_type": jax.default_backend().upper(),
-                      "devices": len(jax.devices()), "value": float(y), "compilations": len(compiled),
-                      "jax": jax.__version__}))
-""")
-
+from tpu_helpers.ready.lesson_cells import tf_first_computation
 
 _VERSIONS_SCRIPT = textwrap.dedent("""
     import json, sys
@@ -72,8 +45,9 @@ class ProbeFailed(RuntimeError):
         self.returncode, self.output = returncode, output
 
 
-def torch_xla_first_xla(runtime: Runtime, timeout: float = 300, *, libtpu_path: str | None = None) -> dict:
-    """A tiny PyTorch/XLA computation in a child, on a TPU with `libtpu_path` and XLA's INFO log; `ProbeFailed`."""
+def torch_xla_first_xla(runtime: Runtime, computation: Callable[[], dict], timeout: float = 300, *,
+                        libtpu_path: str | None = None) -> dict:
+    """`computation` (notebook 00's cell) in a PyTorch/XLA child, on a TPU with `libtpu_path`; `ProbeFailed`."""
     env = {k: v for k, v in os.environ.items() if k != "TPU_COURSE_FIGURES"}
     if runtime.is_tpu_vm:
         env["TF_CPP_MIN_LOG_LEVEL"] = "0"  # XLA logs the plugin's PJRT API version at INFO
@@ -82,21 +56,22 @@ def torch_xla_first_xla(runtime: Runtime, timeout: float = 300, *, libtpu_path: 
     else:
         env["PJRT_DEVICE"] = "CPU"
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    return _child("torch", _TORCH_SCRIPT, env, timeout)
+    return _child("torch", computation, env, timeout)
 
 
-def jax_first_xla(runtime: Runtime, timeout: float = 300) -> dict:
-    """A tiny jitted JAX computation in a child (`framework_python("jax")`): on a TPU VM its default backend, else
-    the CPU; `ProbeFailed`."""
+def jax_first_xla(runtime: Runtime, computation: Callable[[], dict], timeout: float = 300) -> dict:
+    """`computation` (notebook 00's cell) in a JAX child: on a TPU VM its default backend, else the CPU; `ProbeFailed`."""
     env = {k: v for k, v in os.environ.items() if k != "TPU_COURSE_FIGURES"}
     if not runtime.is_tpu_vm:
         env["JAX_PLATFORMS"] = "cpu"
-    return _child("jax", _JAX_SCRIPT, env, timeout)
+    return _child("jax", computation, env, timeout)
 
 
-def _child(framework: str, script: str, env: dict[str, str], timeout: float) -> dict:
-    """Run `script` with `framework`'s interpreter: its last JSON line and ``output``; `ProbeFailed`."""
+def _child(framework: str, computation: Callable[[], dict], env: dict[str, str], timeout: float) -> dict:
+    """`computation`'s source, called by `framework`'s interpreter: the dict it returns and ``output``; `ProbeFailed`."""
     name = {"torch": "PyTorch/XLA", "jax": "JAX"}[framework]
+    script = (textwrap.dedent(inspect.getsource(computation))
+              + f"\n\nimport json\nprint(json.dumps({computation.__name__}()))\n")
     try:
         proc = subprocess.run([framework_python(framework), "-c", script], env=env, capture_output=True, text=True,
                               timeout=timeout)
@@ -136,8 +111,9 @@ def require_host_xla(why: str) -> None:
                            "and 04 use the TPU.")
 
 
-def tf_first_xla(runtime: Runtime, *, tpu: bool = True) -> dict:
-    """A tiny ``jit_compile=True`` function's result and HLO on a TPU VM's first core (if `tpu`), else the CPU."""
+def tf_first_xla(runtime: Runtime, computation: Callable[[str], dict] = tf_first_computation, *,
+                 tpu: bool = True) -> dict:
+    """`computation` (notebook 00's cell) on a TPU VM's first core (if `tpu`), else the CPU: its result and HLO."""
     import numpy as np
     import tensorflow as tf
 
@@ -157,12 +133,4 @@ def tf_first_xla(runtime: Runtime, *, tpu: bool = True) -> dict:
     if missing:
         return {**out, "xla": False, "why": missing}
 
-    @tf.function(jit_compile=True)
-    def gram_sum(x):
-        return tf.reduce_sum(tf.matmul(x, x, transpose_b=True))
-
-    with tf.device(device):
-        x = tf.reshape(tf.range(6, dtype=tf.float32), (2, 3))
-        value = float(gram_sum(x))
-        hlo = gram_sum.experimental_get_compiler_ir(x)(stage="hlo")
-    return {**out, "xla": True, "value": value, "hlo": hlo, "traces": gram_sum.experimental_get_tracing_count()}
+    return {**out, "xla": True, **computation(device)}

@@ -7,10 +7,13 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from tpu_helpers.core import tpu_lock
 from tpu_helpers.core.frameworks import TPUHeldError, WrongBuildError, check_tpu_build, framework_python
+from tpu_helpers.core.tpu_slices import RESTART_MENUS
 from tpu_helpers.ready import first_xla
+from tpu_helpers.ready.lesson_cells import tf_first_computation
 
 NAMES = {"tf": "TensorFlow", "torch": "PyTorch/XLA", "jax": "JAX"}
 # XLA's pjrt_api.cc logs it (INFO) when a framework loads a PJRT plugin such as libtpu
@@ -97,7 +100,8 @@ def torch_failure(output: str, returncode: int | None, *, have: str | None, want
     tail = " | ".join(ln.strip() for ln in (output or "").strip().splitlines()[-3:])
     return (f"the PyTorch/XLA check failed on the TPU ({exit_}), with no libtpu mismatch and no other process "
             f"holding the chips; its last lines: {tail}",
-            "restart the runtime and run notebook 02 from the top; if it fails there too, report these lines.")
+            f"restart the runtime ({RESTART_MENUS}) and run notebook 02 from the top; if it fails there too, "
+            "report these lines.")
 
 
 def tpu_held(framework: str, runtime) -> Verdict | None:
@@ -105,12 +109,13 @@ def tpu_held(framework: str, runtime) -> Verdict | None:
     pid = tpu_lock.libtpu_lock_holder(self_pid=-1) if runtime.is_tpu_vm else None
     if pid == os.getpid():
         return Verdict(framework, None, "TPU", "This kernel itself holds the TPU (TensorFlow took it when section 4 "
-                       "ran).", "restart the runtime and run this notebook from the top.")
+                       "ran).", f"restart the runtime ({RESTART_MENUS}) and run this notebook from the top.")
     return None if pid is None else Verdict(framework, None, "TPU", *tpu_lock.held_message(pid))
 
 
-def torch_verdict(runtime, installed: dict, requires: list[str]) -> tuple[Verdict, dict | None]:
-    """PyTorch/XLA's verdict and probe result from `first_xla.torch_environment`; on a TPU, with its own libtpu."""
+def torch_verdict(runtime, installed: dict, requires: list[str],
+                  computation: Callable[[], dict]) -> tuple[Verdict, dict | None]:
+    """PyTorch/XLA's verdict from `computation` (notebook 00's cell) in a child; on a TPU, with its own libtpu."""
     xla = installed.get("torch-xla")
     if not xla:
         return Verdict("torch", None, "", "torch_xla is not installed in this runtime.",
@@ -127,7 +132,7 @@ def torch_verdict(runtime, installed: dict, requires: list[str]) -> tuple[Verdic
                     "from this notebook's install cell), so the check ran with "
                     + (f"{fetched}." if path else f"the installed one: {fetched}."))
     try:
-        result = first_xla.torch_xla_first_xla(runtime, libtpu_path=path)
+        result = first_xla.torch_xla_first_xla(runtime, computation, libtpu_path=path)
     except first_xla.ProbeFailed as e:
         if not runtime.is_tpu_vm:
             return Verdict("torch", False, "", f"On the CPU, {e}",
@@ -147,13 +152,13 @@ JAX_TODO = ("run notebook 09 (JAX) in a runtime of its own: Colab's images ship 
             "missing (Kaggle too); on a Cloud TPU VM `./course setup --tpu` installs jax[tpu].")
 
 
-def jax_verdict(runtime) -> tuple[Verdict, dict | None]:
+def jax_verdict(runtime, computation: Callable[[], dict]) -> tuple[Verdict, dict | None]:
     """JAX's verdict and probe result, from a child with `framework_python("jax")`; on a TPU VM, on the TPU."""
     if held := tpu_held("jax", runtime):
         return held, None
     where, python = ("TPU" if runtime.is_tpu_vm else "CPU"), framework_python("jax")
     try:
-        result = first_xla.jax_first_xla(runtime)
+        result = first_xla.jax_first_xla(runtime, computation)
     except first_xla.ProbeFailed as e:
         if "No module named 'jax'" in e.output:
             return Verdict("jax", None, "", f"JAX is not installed for {python}.", JAX_TODO), None
@@ -170,12 +175,12 @@ def jax_verdict(runtime) -> tuple[Verdict, dict | None]:
     return Verdict("jax", True, where, found + "."), result
 
 
-def tf_probe(runtime, tpu: bool | None) -> dict:
+def tf_probe(runtime, tpu: bool | None, computation: Callable[[str], dict] = tf_first_computation) -> dict:
     """`first_xla.tf_first_xla` on the TPU when `tpu`, else the CPU; on a TPU VM an error comes back as ``xla: False``."""
     if not runtime.is_tpu_vm:
-        return first_xla.tf_first_xla(runtime, tpu=False)
+        return first_xla.tf_first_xla(runtime, computation, tpu=False)
     try:
-        return first_xla.tf_first_xla(runtime, tpu=bool(tpu))
+        return first_xla.tf_first_xla(runtime, computation, tpu=bool(tpu))
     except Exception as e:  # noqa: BLE001  (TensorFlow raises several types when it cannot use the TPU)
         first = (str(e).strip().splitlines() or [""])[0][:300]
         return {"xla": False, "why": f"{type(e).__name__} on the {'TPU' if tpu else 'host'}: {first}",

@@ -2,32 +2,12 @@
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
-from tpu_helpers.core.runtime import _DEVICES_PER_CHIP, parse_accelerator_type, slice_hosts
+from tpu_helpers.core.tpu_slices import tpu_slice
 
 DEFAULT_SLICES = ("v5e-1", "v2-8", "v3-8", "v5e-8", "v3-32")
-
-
-@dataclass(frozen=True)
-class SliceInfo:
-    """A TPU slice as TensorFlow sees it: chips, replicas (= TPU cores as devices), hosts."""
-
-    name: str
-    generation: str
-    chips: int
-    replicas: int
-    hosts: int | None  # TPU VMs (`tpu_helpers.core.runtime.slice_hosts`); None when not known
-
-
-def slice_info(name: str) -> SliceInfo:
-    """``slice_info("v3-32")`` -> 16 chips, 32 replicas, 4 hosts. Accepts "v5e-8" and "v5litepod-8"."""
-    acc = re.sub(r"^v5e-", "v5litepod-", name.strip().lower())
-    generation, chips, _cores = parse_accelerator_type(acc)
-    return SliceInfo(acc.replace("v5litepod", "v5e"), generation, chips, chips * _DEVICES_PER_CHIP.get(generation, 1),
-                     slice_hosts(generation, chips))
 
 
 def split_batch(batch: int, replicas: int) -> list[int]:
@@ -74,7 +54,7 @@ plan_batches = BatchPlan  # the batch arithmetic of one configuration
 def batch_table(per_replica_batch: int, dataset_size: int, slices: Iterable[str] = DEFAULT_SLICES,
                 drop_remainder: bool = True, extra: Mapping[str, int] | None = None) -> list[BatchPlan]:
     """One `BatchPlan` per TPU slice (by name, e.g. "v3-8") plus `extra` rows ``{label: replicas}``."""
-    rows = [(i.name, i.replicas, i.hosts) for i in map(slice_info, slices)]
+    rows = [(s.name, s.replicas, s.hosts) for s in map(tpu_slice, slices)]
     rows += [(label, replicas, 1) for label, replicas in (extra or {}).items()]
     return [BatchPlan(per_replica_batch, r, dataset_size, drop_remainder, hosts, name) for name, r, hosts in rows]
 

@@ -8,7 +8,8 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from tpu_helpers.core.exercises import CheckResult, NotAttempted, answer_for, call_answer, run_check, short
-from tpu_helpers.tpu_tf.batches import plan_batches, slice_info
+from tpu_helpers.core.tpu_slices import tpu_slice
+from tpu_helpers.tpu_tf.batches import plan_batches
 
 answer = answer_for(__package__)  # the notebook's answers, or this package's solutions.py when solutions are on
 
@@ -27,14 +28,14 @@ def check_global_batch_and_steps(global_batch_and_steps: Callable, slice_replica
         if missing:
             raise NotAttempted(f"global_batch_and_steps is written; now fill in SLICE_REPLICAS for {', '.join(missing)}")
         for name in SLICES:
-            info = slice_info(name)  # chips and replicas from core.runtime, the one owner of the per-chip rule
+            info = tpu_slice(name)  # chips and replicas from core.tpu_slices, the one owner of the per-chip rule
             per_chip = info.replicas // info.chips
             assert slice_replicas[name] == info.replicas, (
                 f"SLICE_REPLICAS[{name!r}] = {short(slice_replicas[name])}, but {name} has {info.chips} chips and "
                 f"{info.replicas} replicas: a {info.generation} chip shows TensorFlow {per_chip} TensorCore"
                 f"{'s' if per_chip > 1 else ''}, one replica each, and the number in a {info.generation} slice's "
                 f"name counts {'TensorCores' if per_chip > 1 else 'chips'}.")
-        cases = [(b, slice_info(name).replicas, n) for name in SLICES for b, n in _BATCH_CASES]
+        cases = [(b, tpu_slice(name).replicas, n) for name in SLICES for b, n in _BATCH_CASES]
         cases += [tuple(int(v) for v in this_runtime)] if this_runtime is not None else []
         for per_replica, replicas, examples in cases:
             call = f"global_batch_and_steps({per_replica}, {replicas}, {examples})"
@@ -49,8 +50,8 @@ def check_global_batch_and_steps(global_batch_and_steps: Callable, slice_replica
                 f"{call} returned {short(got)}, expected ({plan.global_batch}, {plan.steps_per_epoch}): the global "
                 f"batch is per-replica batch x replicas (tf.distribute splits it), and each step consumes one global "
                 "batch, whole batches only (//)")
-        v3_32 = plan_batches(32, slice_info("v3-32").replicas, 10_000)
-        return (f"replicas per slice {dict((n, slice_info(n).replicas) for n in SLICES)}, and global batch and "
+        v3_32 = plan_batches(32, tpu_slice("v3-32").replicas, 10_000)
+        return (f"replicas per slice {dict((n, tpu_slice(n).replicas) for n in SLICES)}, and global batch and "
                 f"steps agree with plan_batches on {len(cases)} cases (e.g. 32 per replica on a v3-32: global batch "
                 f"{v3_32.global_batch}, {v3_32.steps_per_epoch} steps for 10,000 examples)")
 

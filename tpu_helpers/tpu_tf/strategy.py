@@ -7,12 +7,13 @@ from typing import Any, Mapping
 
 from tpu_helpers.core.runtime import Runtime, detect_runtime
 from tpu_helpers.core.tpu_lock import held_message, libtpu_lock_holder
+from tpu_helpers.core.tpu_slices import RESTART_MENUS
 
 # The TPU build, installed the way the notebooks' install cell does it (tools/install_plan.py owns the plan).
 TF_TPU_INSTALL = ("pip uninstall -y tensorflow tensorflow-cpu && pip install tensorflow-tpu==2.20.0 libtpu==0.0.14 "
                   "&& pip install --no-deps tf-keras==2.20.1")
-_RESTART = ("restart the kernel and run the notebook from the top: the cell that makes the strategy must run before "
-            "anything else uses TensorFlow.")
+_RESTART = (f"restart the kernel ({RESTART_MENUS}) and run the notebook from the top: the cell that makes the "
+            "strategy must run before anything else uses TensorFlow.")
 
 
 def _error(problem: str, fix: str) -> RuntimeError:

@@ -31,8 +31,6 @@ def masked_sparse_categorical_crossentropy(labels, logits, ignore_index=-100):
 # in the section "`jit_compile=True` on CPU/GPU, not on a TPU"
 from dataclasses import dataclass
 
-from tpu_helpers.core.runtime import Runtime, detect_runtime
-
 
 @dataclass(frozen=True)
 class JitDecision:
@@ -74,11 +72,9 @@ def strategy_kind(strategy):
     return "cpu"
 
 
-def jit_compile_for(target=None):
-    """The rule for a `Runtime`, a `tf.distribute.Strategy` or None (this runtime): off on a TPU and CPU replicas."""
-    if target is None:
-        target = detect_runtime()
-    if isinstance(target, Runtime):
+def jit_compile_for(target):
+    """The rule for a runtime (anything with `kind` and `is_tpu`) or a `tf.distribute.Strategy`: off on a TPU."""
+    if hasattr(target, "is_tpu") and hasattr(target, "kind"):  # e.g. the Runtime this notebook detected
         if target.is_tpu:
             return JitDecision(False, f"{target.kind}: " + JIT_OFF)
         where = "a GPU" if target.kind == "gpu" else "the CPU"
@@ -91,5 +87,5 @@ def jit_compile_for(target=None):
             n = len(target.extended.worker_devices)
             return JitDecision(False, f"{name} over {n} CPU devices: " + JIT_OFF_CPU_REPLICAS)
         return JitDecision(True, f"{name}: " + JIT_ON.format(where="CPU and GPU devices"))
-    raise TypeError(f"jit_compile_for() takes a tpu_helpers.core.runtime.Runtime, a tf.distribute.Strategy or None, "
+    raise TypeError(f"jit_compile_for() takes a runtime (with .kind and .is_tpu) or a tf.distribute.Strategy, "
                     f"not {type(target).__name__}")

@@ -1,4 +1,4 @@
-"""Notebook 08's helpers: the slice layouts, which shards a host reads, the local hosts launcher (limits, a host
+"""Notebook 08's helpers: which shards a host reads, the local hosts launcher (limits, a host
 killed mid-run with the processes it started in sessions of their own), and the exercise checks, which pass on
 the reference answers and fail, naming the problem, on typical wrong ones. The two-host rehearsals themselves run
 in the notebook (nbval), where their claims are asserted."""
@@ -11,28 +11,13 @@ import pytest
 from course_testing import failed, skeleton
 
 from tpu_helpers.pod import exercise_checks as checks
-from tpu_helpers.pod import hosts, lesson_cells, slices, solutions
-from tpu_helpers.pod.sharding import shards_for_pipeline
+from tpu_helpers.pod import hosts, lesson_cells, solutions
+from tpu_helpers.pod.lesson_cells import shards_for_pipeline
 
 PY = sys.executable
 
 
-# ------------------------------------------------------------------------------------------ slices and shards
-@pytest.mark.parametrize("name,chips,workers,replicas", [
-    ("v5litepod-8", 8, 1, 8), ("v5e-16", 16, 4, 16), ("v5litepod-32", 32, 8, 32), ("v4-8", 4, 1, 4),
-    ("v4-16", 8, 2, 8), ("v3-8", 4, 1, 8), ("v3-32", 16, 4, 32), ("v6e-16", 16, 4, 16)])
-def test_slice_layout(name, chips, workers, replicas):
-    layout = slices.slice_layout(name)
-    assert (layout.chips, layout.workers, layout.replicas) == (chips, workers, replicas)
-    assert layout.global_batch(32) == 32 * replicas and layout.source.startswith("https://")
-
-
-@pytest.mark.parametrize("bad", ["v4-15", "v9-8", "v5litepod", "tpu-16", "v4-12"])
-def test_slice_layout_refuses_what_is_not_a_slice(bad):
-    with pytest.raises(ValueError):
-        slices.slice_layout(bad)
-
-
+# ------------------------------------------------------------------------------------------ commands and shards
 def test_commands_name_every_worker_and_the_delete():
     assert "--worker=all --command='a && b'" in lesson_cells.on_every_worker("s", "z", "a && b")
     assert "--worker=0 " in lesson_cells.on_every_worker("s", "z", "x", worker="0")
@@ -51,7 +36,7 @@ def test_every_shard_goes_to_exactly_one_pipeline(count, pipelines):
 
 
 def test_fewer_shards_than_pipelines_is_a_clear_error():
-    with pytest.raises(ValueError, match="every host needs at least one shard"):
+    with pytest.raises(ValueError, match="write the data in at least 3 shards"):
         shards_for_pipeline(["a", "b"], 2, 3)
 
 

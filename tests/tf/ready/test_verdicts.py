@@ -4,16 +4,34 @@ TensorFlow build. Every case ends in a verdict, never a `WrongBuildError`. What 
 installed versions, the lock holder, the probes, pip); the PyTorch/XLA probe itself runs for real where the CPU can
 run it, and with the real libtpu releases loaded by torch_xla (which logs their PJRT API version before it looks for
 a chip)."""
+import json
+import linecache
 import os
 import sys
 from pathlib import Path
 
 import pytest
-from course_testing import held_libtpu_lock
+from course_testing import ROOT, held_libtpu_lock
 
 from tpu_helpers.core.runtime import Runtime
 from tpu_helpers.ready import first_xla, verdicts
 from tpu_helpers.ready.verdicts import Verdict
+
+
+def notebook_00_cell(defines: str) -> dict:
+    """The names notebook 00's code cell that defines `defines` makes, with their source readable as in a kernel."""
+    cells = json.loads((ROOT / "notebooks" / "00_is_my_runtime_ready.ipynb").read_text(encoding="utf-8"))["cells"]
+    source = next("".join(c["source"]) for c in cells if c["cell_type"] == "code" and f"def {defines}(" in "".join(
+        c["source"]))
+    name = "<notebook 00's cell>"  # IPython registers each cell's source in linecache the same way
+    linecache.cache[name] = (len(source), None, source.splitlines(True), name)
+    names: dict = {}
+    exec(compile(source, name, "exec"), names)
+    return names
+
+
+FIRST_COMPUTATIONS = notebook_00_cell("torch_xla_first_computation")  # the cell defines both
+TORCH, JAX = FIRST_COMPUTATIONS["torch_xla_first_computation"], FIRST_COMPUTATIONS["jax_first_computation"]
 
 COLAB_V5E_1 = Runtime("colab-tpu-vm", "colab", "v5litepod-1", "v5e", 1, 1)
 KAGGLE_V5E_8 = Runtime("kaggle-tpu-vm", "kaggle", "v5litepod-8", "v5e", 8, 8)
@@ -100,7 +118,7 @@ def test_a_held_tpu_is_reported_with_its_holder(tmp_path, monkeypatch, tpu):
         tf_held = verdicts.tf_verdict(COLAB_V5E_1, ok, found, {"xla": True, "device": "/CPU:0"})
         assert tf_held.works is None and tf_held.line().startswith("TensorFlow: not checked. The TPU is already in use")
         probe, _ = tpu(holder=holder)
-        verdict, result = verdicts.torch_verdict(COLAB_V5E_1, COLAB_AFTER_TF_PLAN, TORCH_XLA_29)
+        verdict, result = verdicts.torch_verdict(COLAB_V5E_1, COLAB_AFTER_TF_PLAN, TORCH_XLA_29, TORCH)
     assert verdict.works is None and result is None and not probe.calls, "the chips are held: nothing probed"
     assert f"process {pid}" in verdict.found and "ipykernel_launcher" in verdict.found and f"kill {pid}" in verdict.todo
     assert verdict.line().startswith("PyTorch/XLA: not checked. The TPU is already in use by process")
@@ -108,10 +126,10 @@ def test_a_held_tpu_is_reported_with_its_holder(tmp_path, monkeypatch, tpu):
 
 def test_this_kernel_holding_the_tpu_says_restart(tpu):
     tpu(holder=lambda **kw: os.getpid())
-    verdict, _ = verdicts.torch_verdict(COLAB_V5E_1, COLAB_AFTER_TF_PLAN, TORCH_XLA_29)
+    verdict, _ = verdicts.torch_verdict(COLAB_V5E_1, COLAB_AFTER_TF_PLAN, TORCH_XLA_29, TORCH)
     assert verdict.works is None and verdict.found.startswith("This kernel itself holds the TPU")
     assert "restart the runtime" in verdict.todo
-    jax_verdict, result = verdicts.jax_verdict(COLAB_V5E_1)
+    jax_verdict, result = verdicts.jax_verdict(COLAB_V5E_1, JAX)
     assert jax_verdict.works is None and result is None and jax_verdict.found.startswith("This kernel itself holds")
 
 
@@ -169,9 +187,9 @@ def test_fetch_libtpu_takes_the_post_release_when_the_release_has_no_wheel(tmp_p
 def test_colab_v5e_1_probes_torch_xla_with_its_own_libtpu(tpu):
     probe, fetch = tpu(Calls(tpu_result(PJRT_LINE.format("0.75", "0.75"))),
                        Calls(("/side/libtpu/libtpu.so", "libtpu 0.0.21.1 from /side")))
-    verdict, result = verdicts.torch_verdict(COLAB_V5E_1, COLAB_AFTER_TF_PLAN, TORCH_XLA_29)
+    verdict, result = verdicts.torch_verdict(COLAB_V5E_1, COLAB_AFTER_TF_PLAN, TORCH_XLA_29, TORCH)
     assert fetch.calls == [(("0.0.21",), {})]
-    assert probe.calls == [((COLAB_V5E_1,), {"libtpu_path": "/side/libtpu/libtpu.so"})]
+    assert probe.calls == [((COLAB_V5E_1, TORCH), {"libtpu_path": "/side/libtpu/libtpu.so"})]
     assert verdict.works is True and verdict.where == "TPU" and result["device_type"] == "TPU"
     assert "asks libtpu 0.0.21" in verdict.found and "libtpu 0.0.21.1 from /side" in verdict.found
     assert "PJRT API: plugin 0.75, framework 0.75" in verdict.found
@@ -179,7 +197,7 @@ def test_colab_v5e_1_probes_torch_xla_with_its_own_libtpu(tpu):
 
 def test_a_runtime_with_torch_xla_s_libtpu_needs_no_side_folder(tpu):
     probe, fetch = tpu()
-    verdict, _ = verdicts.torch_verdict(COLAB_V5E_1, dists(torch_xla="2.9.0", libtpu="0.0.21.1"), TORCH_XLA_29)
+    verdict, _ = verdicts.torch_verdict(COLAB_V5E_1, dists(torch_xla="2.9.0", libtpu="0.0.21.1"), TORCH_XLA_29, TORCH)
     assert verdict.works is True and not fetch.calls and probe.calls[0][1] == {"libtpu_path": None}
 
 
@@ -187,7 +205,7 @@ def test_kaggle_v5e_8_without_network_names_the_libtpu_mismatch_not_another_proc
     output = "\n".join([PJRT_LINE.format("0.68", "0.70"), "RuntimeError: TPU initialization failed"])
     probe, _ = tpu(Calls(first_xla.ProbeFailed(1, output)),
                    Calls((None, "pip could not install libtpu==0.0.17.* into /side (network unreachable)")))
-    verdict, result = verdicts.torch_verdict(KAGGLE_V5E_8, KAGGLE_AFTER_TF_PLAN, TORCH_XLA_28)
+    verdict, result = verdicts.torch_verdict(KAGGLE_V5E_8, KAGGLE_AFTER_TF_PLAN, TORCH_XLA_28, TORCH)
     assert verdict.works is False and result is None and probe.calls[0][1] == {"libtpu_path": None}
     assert verdict.found.startswith("libtpu mismatch (exit 1)")
     assert "torch_xla asks libtpu 0.0.17, this runtime has libtpu 0.0.14" in verdict.found
@@ -204,7 +222,7 @@ def test_the_pjrt_line_alone_names_a_mismatch():
 def test_a_failure_with_no_mismatch_shows_the_child_s_last_lines(tpu):
     output = PJRT_LINE.format("0.75", "0.75") + "\nline a\nRuntimeError: something else"
     tpu(Calls(first_xla.ProbeFailed(1, output)))
-    verdict, _ = verdicts.torch_verdict(COLAB_V5E_1, dists(torch_xla="2.9.0", libtpu="0.0.21.1"), TORCH_XLA_29)
+    verdict, _ = verdicts.torch_verdict(COLAB_V5E_1, dists(torch_xla="2.9.0", libtpu="0.0.21.1"), TORCH_XLA_29, TORCH)
     assert verdict.works is False and "no libtpu mismatch" in verdict.found
     assert "RuntimeError: something else" in verdict.found and "notebook 02" in verdict.todo
     timed_out, _ = verdicts.torch_failure("", None, have="0.0.21", want="0.0.21", side=False)
@@ -213,19 +231,19 @@ def test_a_failure_with_no_mismatch_shows_the_child_s_last_lines(tpu):
 
 def test_torch_xla_on_the_wrong_device_or_missing(tpu):
     tpu(Calls({**tpu_result(), "device_type": "CPU"}))
-    verdict, _ = verdicts.torch_verdict(COLAB_V5E_1, dists(torch_xla="2.9.0", libtpu="0.0.21"), TORCH_XLA_29)
+    verdict, _ = verdicts.torch_verdict(COLAB_V5E_1, dists(torch_xla="2.9.0", libtpu="0.0.21"), TORCH_XLA_29, TORCH)
     assert verdict.works is False and "ran on CPU, not the TPU" in verdict.found and "PJRT_DEVICE" in verdict.todo
     probe, _ = tpu()
-    verdict, _ = verdicts.torch_verdict(COLAB_V5E_1, dists(tensorflow_tpu="2.20.0"), [])
+    verdict, _ = verdicts.torch_verdict(COLAB_V5E_1, dists(tensorflow_tpu="2.20.0"), [], TORCH)
     assert verdict.works is None and "not installed" in verdict.found and not probe.calls
     tpu(Calls(first_xla.ProbeFailed(1, "ImportError: undefined symbol")))
-    verdict, _ = verdicts.torch_verdict(CPU, dists(torch_xla="2.9.0"), [])
+    verdict, _ = verdicts.torch_verdict(CPU, dists(torch_xla="2.9.0"), [], TORCH)
     assert verdict.works is False and "undefined symbol" in verdict.found and "./course setup" in verdict.todo
 
 
 def test_the_real_probe_on_this_cpu():
     installed, _, requires = first_xla.torch_environment()
-    verdict, result = verdicts.torch_verdict(CPU, installed, requires)
+    verdict, result = verdicts.torch_verdict(CPU, installed, requires, TORCH)
     assert verdict.works is True and verdict.where == "CPU", verdict.line()
     assert result["value"] == 83.0 and result["device_type"] == "CPU"
 
@@ -250,20 +268,20 @@ def test_the_real_libtpu_mismatch_is_named_from_torch_xla_s_own_log(real_libtpu,
     monkeypatch.setenv("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")  # and leave /tmp/libtpu_lockfile alone
     monkeypatch.setenv("TPU_SKIP_MDS_QUERY", "1")  # no TPU VM metadata server here
     real_probe = first_xla.torch_xla_first_xla
-    tensorflow_s = lambda rt, libtpu_path: real_probe(  # noqa: E731
-        rt, libtpu_path=libtpu_path or real_libtpu["0.0.14"])  # the installed libtpu: TensorFlow's
+    tensorflow_s = lambda rt, computation, libtpu_path: real_probe(  # noqa: E731
+        rt, computation, libtpu_path=libtpu_path or real_libtpu["0.0.14"])  # the installed libtpu: TensorFlow's
     tpu(tensorflow_s, lambda version: (None, "no network"))
-    verdict, _ = verdicts.torch_verdict(COLAB_V5E_1, COLAB_AFTER_TF_PLAN, TORCH_XLA_29)
+    verdict, _ = verdicts.torch_verdict(COLAB_V5E_1, COLAB_AFTER_TF_PLAN, TORCH_XLA_29, TORCH)
     assert verdict.works is False and "PJRT API version 0.68, torch_xla's framework 0.75" in verdict.found, verdict.found
     tpu(tensorflow_s, lambda version: (real_libtpu[version], f"libtpu {version}"))
-    verdict, _ = verdicts.torch_verdict(COLAB_V5E_1, COLAB_AFTER_TF_PLAN, TORCH_XLA_29)
+    verdict, _ = verdicts.torch_verdict(COLAB_V5E_1, COLAB_AFTER_TF_PLAN, TORCH_XLA_29, TORCH)
     assert verdict.works is False and "no libtpu mismatch" in verdict.found, verdict.found
 
 
 # ------------------------------------------------------------------------------------------------- JAX
 def test_the_real_jax_probe_on_this_cpu():
     """The JAX environment's interpreter (TPU_COURSE_PYTHON_JAX, exported by ./course) compiles gram_sum once."""
-    verdict, result = verdicts.jax_verdict(CPU)
+    verdict, result = verdicts.jax_verdict(CPU, JAX)
     assert verdict.works is True and verdict.where == "CPU", verdict.line()
     assert result["value"] == 83.0 and result["compilations"] == 1 and result["device_type"] == "CPU"
     assert verdict.line().startswith("JAX: works here (on the CPU). JAX ")
@@ -271,7 +289,7 @@ def test_the_real_jax_probe_on_this_cpu():
 
 def test_no_jax_interpreter_says_so_and_where_to_go(monkeypatch):
     monkeypatch.setenv("TPU_COURSE_PYTHON_JAX", sys.executable)  # framework_python's fallback: this (TF) kernel's
-    verdict, result = verdicts.jax_verdict(CPU)
+    verdict, result = verdicts.jax_verdict(CPU, JAX)
     assert verdict.works is None and result is None and "JAX is not installed" in verdict.found, verdict.line()
     assert "notebook 09" in verdict.todo and "./course setup --tpu" in verdict.todo
 
@@ -281,11 +299,11 @@ def test_a_tpu_vm_whose_jax_finds_no_tpu_does_not_work(tpu, monkeypatch):
     told to use the TPU; both are "does not work" with what to do, never an exception."""
     tpu()  # nothing holds the TPU
     monkeypatch.delenv("JAX_PLATFORMS", raising=False)
-    verdict, result = verdicts.jax_verdict(KAGGLE_V5E_8)
+    verdict, result = verdicts.jax_verdict(KAGGLE_V5E_8, JAX)
     assert verdict.works is False and result["device_type"] == "CPU" and "not on the TPU" in verdict.found
     assert "no TPU it can use" in verdict.todo and "notebook 09" in verdict.todo
     monkeypatch.setenv("JAX_PLATFORMS", "tpu")
-    verdict, result = verdicts.jax_verdict(KAGGLE_V5E_8)
+    verdict, result = verdicts.jax_verdict(KAGGLE_V5E_8, JAX)
     assert verdict.works is False and result is None and "The JAX check failed" in verdict.found, verdict.found
     assert "tpu" in verdict.found.lower().split("exit 1)", 1)[1] and "notebook 09" in verdict.todo
 
@@ -332,6 +350,6 @@ def test_the_report_has_one_paragraph_per_framework():
 
 def test_a_probe_that_runs_out_of_time_is_a_failure_with_no_exit_status():
     with pytest.raises(first_xla.ProbeFailed) as e:
-        first_xla.torch_xla_first_xla(CPU, timeout=0.5)  # torch_xla takes seconds to import
+        first_xla.torch_xla_first_xla(CPU, TORCH, timeout=0.5)  # torch_xla takes seconds to import
     assert e.value.returncode is None and "exit None" in str(e.value)
     assert "timed out" in verdicts.torch_failure(e.value.output, e.value.returncode, have=None, want=None, side=False)[0]

@@ -11,25 +11,8 @@ from tpu_helpers.tpu_tf.batches import (
     BatchPlan,
     batch_table,
     plan_batches,
-    slice_info,
     split_batch,
 )
-
-
-@pytest.mark.parametrize("name,chips,replicas,hosts", [
-    ("v5e-1", 1, 1, 1), ("v5litepod-1", 1, 1, 1), ("v2-8", 4, 8, 1), ("v3-8", 4, 8, 1), ("v4-8", 4, 4, 1),
-    ("v5e-8", 8, 8, 1), ("v3-32", 16, 32, 4), ("v2-32", 16, 32, 4), ("v4-32", 16, 16, 4),
-])
-def test_slice_info(name, chips, replicas, hosts):
-    info = slice_info(name)
-    assert (info.chips, info.replicas, info.hosts) == (chips, replicas, hosts)
-
-
-def test_slice_info_names_and_unknown_hosts():
-    assert slice_info("v5litepod-8").name == slice_info("v5e-8").name == "v5e-8"
-    assert slice_info("v5e-16").hosts == 4  # a multi-host slice is TPU VMs of 4 chips (core.runtime.slice_hosts)
-    with pytest.raises(ValueError, match="not a TPU accelerator type"):
-        slice_info("a100")
 
 
 @pytest.mark.parametrize("batch,replicas,expected", [

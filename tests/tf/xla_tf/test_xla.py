@@ -195,9 +195,10 @@ def test_jit_compile_for_runtimes():
     assert not jit_compile_for(tpu_vm) and not jit_compile_for(node)
     assert jit_compile_for(tpu_vm).enabled is False and "TPU" in jit_compile_for(tpu_vm).reason
     assert str(jit_compile_for(cpu)).startswith("jit_compile=True")
-    assert bool(jit_compile_for(None)) == (not runtime.detect_runtime().is_tpu)
-    with pytest.raises(TypeError):
-        jit_compile_for("tpu")
+    assert bool(jit_compile_for(runtime.detect_runtime())) == (not runtime.detect_runtime().is_tpu)
+    for not_a_target in ("tpu", None):
+        with pytest.raises(TypeError, match="takes a runtime"):
+            jit_compile_for(not_a_target)
 
 
 def test_jit_compile_for_strategies(tf):
