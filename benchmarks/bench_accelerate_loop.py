@@ -39,7 +39,7 @@ def plain_loop(model, train_ds, tokenizer, boundaries, epochs: int, seed: int) -
     from torch.utils.data import DataLoader
     from transformers import get_linear_schedule_with_warmup
 
-    from tpu_helpers.banking77.buckets import (
+    from tpu_helpers.banking77.lesson_cells import (
         BucketBatchSampler,
         BucketCollator,
         BucketedDataset,
