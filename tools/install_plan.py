@@ -286,11 +286,16 @@ def framework_calls(framework: str, accelerator: str, pins: dict[str, str], pyth
     if torch not in TORCH_COMPANIONS:
         raise ValueError(f"torch=={torch}: name the torchvision and torchaudio built for it in TORCH_COMPANIONS")
     family = [f"torch=={torch}", *(f"{n}=={v}" for n, v in TORCH_COMPANIONS[torch].items())]
+    # An image's torchao (Colab's CPU and GPU images: 0.10.0) is built for the image's torch, which this plan
+    # replaces, and peft refuses torchao below 0.16 when it wraps a layer (notebook 10's LoRA: ImportError from
+    # peft/import_utils.py). The course uses no torchao: the plan removes it.
+    drop = ([["uninstall", "-y", "torchao"]] if (image, accelerator) in SNAPSHOTS
+            and "torchao" in image_snapshot(image, accelerator=accelerator)[1] else [])
     if accelerator != "tpu":
-        return [["install", "--extra-index-url", TORCH_CPU_INDEX, *family, f"torch_xla=={xla}"]]
+        return [*drop, ["install", "--extra-index-url", TORCH_CPU_INDEX, *family, f"torch_xla=={xla}"]]
     if python in LIBTPU_FOR_TORCH_XLA:
-        return [["install", *family, f"torch_xla=={xla}", f"libtpu=={LIBTPU_FOR_TORCH_XLA[python]}"]]
-    return [["install", *family, f"torch_xla[tpu]=={xla}"]]
+        return [*drop, ["install", *family, f"torch_xla=={xla}", f"libtpu=={LIBTPU_FOR_TORCH_XLA[python]}"]]
+    return [*drop, ["install", *family, f"torch_xla[tpu]=={xla}"]]
 
 
 def keeps_hf(framework: str, accelerator: str, image: str | None, pins: dict[str, str]) -> set[str]:

@@ -1,7 +1,7 @@
 """Time budgets and cell profiles for ``./course run``: the closing table with each notebook's budget, and the slowest
 cells of each executed notebook (papermill records every cell's duration in ``metadata.papermill.duration``).
 
-Budgets (issue 19, on the 2-core reference machine): each notebook <= 180 s and the whole run <= 12 minutes, on the
+Budgets (on the 2-core reference machine): each notebook <= 180 s and the whole run <= 12 minutes, on the
 ``cpu`` and ``ci`` profiles. The ``tpu`` profile runs the seeds' real sizes and has no budget. A run over budget is
 flagged, not failed: wall time on a shared machine is not a claim the course can assert.
 """
@@ -17,7 +17,7 @@ __all__ = ["NOTEBOOK_BUDGET_S", "TOTAL_BUDGET_S", "HOSTED_BUDGET_S", "REHEARSALS
 
 NOTEBOOK_BUDGET_S = 180.0
 TOTAL_BUDGET_S = 12 * 60.0
-# ./course test (lint, unit tests, every notebook at ci) stays within TOTAL_BUDGET_S too (issue 37: a contributor's
+# ./course test (lint, unit tests, every notebook at ci) stays within TOTAL_BUDGET_S too (a contributor's
 # loop in minutes). ./course rehearse gets the next two budgets.
 # ./course rehearse rehearses the hosted runtimes (tests/hosted), with its environments cached: the TPU images
 # about 5 minutes; Colab's CPU and GPU images 7.5 minutes more (measured on the loaded 2-core machine: the CPU image's

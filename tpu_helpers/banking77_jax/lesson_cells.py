@@ -7,6 +7,7 @@ Edit the cells in the notebook, then run ./course links (a test fails while this
 
 
 # ---- notebooks/09_banking77_jax_flax.ipynb, cell 7: model_folder, load_tokenizer, encode
+# in the section "1 · The data, and what a query costs in tokens"
 import json
 from pathlib import Path
 
@@ -59,6 +60,7 @@ def encode(texts, labels, tokenizer: Tokenizer, row_length: int) -> list[dict]:
 
 
 # ---- notebooks/09_banking77_jax_flax.ipynb, cell 11: packed_rows, batches
+# in the section "2 · Packed rows: one shape, almost no padding"
 import grain
 
 
@@ -91,6 +93,7 @@ def batches(rows: list[dict], rows_per_step: int):
 
 
 # ---- notebooks/09_banking77_jax_flax.ipynb, cell 15: BertConfig, attention_mask, BertLayer, BertClassifier, load_bert, make_model
+# in the section "3 · BERT in Flax NNX, and attention that keeps the queries apart"
 from dataclasses import dataclass, fields
 
 import jax
@@ -220,6 +223,7 @@ def make_model(name: str, vocab_size: int, num_labels: int, *, dtype=jnp.float32
 
 
 # ---- notebooks/09_banking77_jax_flax.ipynb, cell 19: make_mesh, make_train_step, on_mesh
+# in the section "4 · Every device: a mesh, a sharded batch, replicated weights"
 import optax
 from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
@@ -262,6 +266,7 @@ def on_mesh(mesh, params, opt_state, batch):
 
 
 # ---- notebooks/09_banking77_jax_flax.ipynb, cell 26: CompileCounter, predict, train
+# in the section "5 · Training: one compilation for the whole run"
 import time
 from collections import Counter
 
@@ -320,6 +325,7 @@ def train(params, opt_state, train_step, examples, *, epochs, row_length, max_qu
 
 
 # ---- notebooks/09_banking77_jax_flax.ipynb, cell 33: save_params, restore_into
+# in the section "6 · A checkpoint with Orbax"
 import orbax.checkpoint as ocp
 
 

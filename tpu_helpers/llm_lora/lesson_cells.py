@@ -7,6 +7,7 @@ Edit the cells in the notebook, then run ./course links (a test fails while this
 
 
 # ---- notebooks/10_llm_lora_fsdp.ipynb, cell 10: prompt_ids, answer_ids, chat_row
+# in the section "2 · The data: BANKING77 as text, loss on the answer only"
 PROMPT = "Name the banking intent of this query: {query}"
 
 
@@ -35,6 +36,7 @@ def chat_row(prompt, answer, row_length, pad_id):
 
 
 # ---- notebooks/10_llm_lora_fsdp.ipynb, cell 13: with_lora
+# in the section "3 · The model and its LoRA adapters"
 from peft import LoraConfig, get_peft_model
 
 
@@ -46,6 +48,7 @@ def with_lora(model, r=8):
 
 
 # ---- notebooks/10_llm_lora_fsdp.ipynb, cell 19: FSDPv2Trainer, fsdp_v2_arguments
+# in the section "4 · FSDPv2 through the Hugging Face `Trainer`"
 from transformers import Trainer, TrainingArguments
 
 
@@ -71,6 +74,7 @@ def fsdp_v2_arguments(output_dir, *, global_batch, steps, learning_rate, layer_c
 
 
 # ---- notebooks/10_llm_lora_fsdp.ipynb, cell 27: merged_checkpoint
+# in the section "6 · It learns, and it comes home"
 def merged_checkpoint(lora_cpu, trained_state, folder, tokenizer):
     """Load trained weights into a CPU copy of the LoRA model, merge the adapters, save as safetensors."""
     lora_cpu.load_state_dict(trained_state)

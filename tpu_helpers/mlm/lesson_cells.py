@@ -7,6 +7,7 @@ Edit the cells in the notebook, then run ./course links (a test fails while this
 
 
 # ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 8: CorpusSummary, summarize_corpus
+# in the section "1 · Corpus"
 from dataclasses import dataclass
 
 import numpy as np
@@ -57,6 +58,7 @@ def summarize_corpus(corpus):
 
 
 # ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 12: train_unigram_tokenizer, roberta_config, check_config_matches_tokenizer
+# in the section "2 · Tokenizer and model config"
 from tokenizers import AddedToken, Tokenizer, decoders, normalizers, pre_tokenizers, processors
 from tokenizers.models import Unigram
 from tokenizers.trainers import UnigramTrainer
@@ -139,6 +141,7 @@ def check_config_matches_tokenizer(config, tokenizer, *, block_size=128):
 
 
 # ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 16: ChunkStats, BlockChunker, tokenize_and_chunk, check_enough_blocks
+# in the section "3 · Blocks of `BLOCK_SIZE` tokens, nothing truncated"
 import itertools
 from dataclasses import dataclass
 
@@ -217,6 +220,7 @@ def check_enough_blocks(stats, global_batch, *, characters=None):
 
 
 # ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 20: shard_name, ShardInfo, Manifest, read_manifest, write_atomic, serialize, ShardReport, write_shards
+# in the section "4 · TFRecord shards with a manifest, in the bucket"
 import dataclasses
 import hashlib
 import json
@@ -402,6 +406,7 @@ def write_shards(blocks, out_dir, *, prefix="train", records_per_shard=1000, met
 
 
 # ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 27: MaskingSpec, mask_tokens, shard_files, make_mlm_dataset
+# in the section "5 · The input pipeline: batch, then parse, then mask"
 @dataclasses.dataclass(frozen=True)
 class MaskingSpec:
     """What MLM masking needs from the tokenizer, as plain ints (cheap to pass into tf.data)."""
@@ -504,6 +509,7 @@ def make_mlm_dataset(folder, spec, *, batch_size, block_size=128, shuffle=True, 
 
 
 # ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 28: show_masked_example
+# in the section "5 · The input pipeline: batch, then parse, then mask"
 def show_masked_example(batch, tokenizer, *, row=0, max_tokens=48):
     """One row of a masked batch as text: ``[<mask>→the]`` where the model must guess ``the``, ``[~of→the]`` for
     a random replacement and ``[=the]`` for a selected token left unchanged; other tokens plain."""
@@ -523,6 +529,7 @@ def show_masked_example(batch, tokenizer, *, row=0, max_tokens=48):
 
 
 # ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 35: MaskedAccuracy, build_model
+# in the section "6 · Model, optimizer and metric inside `strategy.scope()`"
 import tensorflow as tf
 import tf_keras as keras  # transformers' TensorFlow models are tf-keras (Keras 2) models
 from transformers import TFAutoModelForMaskedLM, create_optimizer
@@ -554,6 +561,7 @@ def build_model(strategy, config, *, learning_rate, total_steps, warmup_steps, s
 
 
 # ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 42: optimizer_step, restore_latest, train
+# in the section "7 · The plan, then train, checkpoint, and resume after a restart"
 from tpu_helpers._compat import create_optimizer_slots
 
 
@@ -585,6 +593,7 @@ def train(model, dataset, until_step, ckpt_dir, strategy, callbacks=()):
 
 
 # ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 43: step_log_callback, TrainingPlan, _duration
+# in the section "7 · The plan, then train, checkpoint, and resume after a restart"
 def step_log_callback(tokens_per_step: int, *, progress: bool = False):
     """A tf-keras callback recording each host round trip (loss, seconds, steps); optional tqdm bar."""
     class StepLog(keras.callbacks.Callback):
@@ -701,6 +710,7 @@ def _duration(seconds: float) -> str:
 
 
 # ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 54: fill_mask_pipeline, masked_sentences
+# in the section "8 · Use it: reload from the checkpoint, fill in the blanks"
 import logging
 import sys
 
@@ -759,6 +769,7 @@ def masked_sentences(texts, *, count=3, seed=0, max_chars=90, mask="<mask>", tok
 
 
 # ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 70: to_tf_dataset_baseline, per_record_baseline, compare_pipelines
+# in the section "Why? D · Batch, then parse: three pipelines measured side by side"
 import time
 
 import datasets

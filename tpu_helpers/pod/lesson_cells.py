@@ -7,6 +7,7 @@ Edit the cells in the notebook, then run ./course links (a test fails while this
 
 
 # ---- notebooks/08_pod_slice_multi_host.ipynb, cell 11: create_command, on_every_worker, queued_resource_commands, delete_commands
+# in the section "2 · The commands for a real slice"
 import shlex
 
 
@@ -36,6 +37,7 @@ def delete_commands(name: str, zone: str, qr_id: str | None = None) -> list[str]
 
 
 # ---- notebooks/08_pod_slice_multi_host.ipynb, cell 15 (tagged multi-host-tf): make_strategy, make_dataset_fn, make_train_step
+# in the section "3 · TensorFlow: notebook 04's masked LM on several hosts"
 import os
 
 from tpu_helpers.pod.sharding import shards_for_pipeline  # exercise 1's answer, tested

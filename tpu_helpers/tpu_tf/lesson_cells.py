@@ -7,6 +7,7 @@ Edit the cells in the notebook, then run ./course links (a test fails while this
 
 
 # ---- notebooks/03_tpu_access_tensorflow.ipynb, cell 6: connect_to_tpu, make_strategy
+# in the section "1 · Connect: TPU VM, TPU Node, named TPU"
 import tensorflow as tf
 
 

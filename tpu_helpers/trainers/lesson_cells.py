@@ -7,6 +7,7 @@ Edit the cells in the notebook, then run ./course links (a test fails while this
 
 
 # ---- notebooks/07_trainers_lightning_hf.ipynb, cell 9: check_one_device_per_process, replica_rank, ReplicaShard, shard_loader, interleave
+# in the section "2 · A LightningModule fine-tunes BANKING77 with length buckets"
 import os
 
 import torch.distributed as dist
@@ -76,6 +77,7 @@ def interleave(gathered, rows):
 
 
 # ---- notebooks/07_trainers_lightning_hf.ipynb, cell 12 (tagged lightning-module): IntentClassifier
+# in the section "2 · A LightningModule fine-tunes BANKING77 with length buckets"
 import lightning.pytorch as L
 import torch
 
@@ -125,6 +127,7 @@ class IntentClassifier(L.LightningModule):
 
 
 # ---- notebooks/07_trainers_lightning_hf.ipynb, cell 21: BagOfWords
+# in the section "3 · The slow-run detective as a Lightning `Callback`"
 import lightning.pytorch as L
 import torch
 import torch.nn.functional as F
@@ -154,6 +157,7 @@ class BagOfWords(L.LightningModule):
 
 
 # ---- notebooks/07_trainers_lightning_hf.ipynb, cell 28: xla_trainer
+# in the section "4 · The Hugging Face `Trainer` on XLA"
 from transformers import DataCollatorWithPadding, Trainer, TrainingArguments
 
 

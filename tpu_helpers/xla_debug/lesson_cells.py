@@ -7,6 +7,7 @@ Edit the cells in the notebook, then run ./course links (a test fails while this
 
 
 # ---- notebooks/06_pytorch_xla_under_the_hood.ipynb, cell 12: make_batch, bert_config, train
+# in the section "3 · Trace → compile → execute → cache, in a training loop"
 import torch
 import torch_xla
 from transformers import BertConfig
@@ -47,6 +48,7 @@ def train(model, optimizer, batches, run=None):
 
 
 # ---- notebooks/06_pytorch_xla_under_the_hood.ipynb, cell 19: report_entry, report_fallbacks
+# in the section "The metrics report: what torch_xla saw during the loop"
 import re
 
 

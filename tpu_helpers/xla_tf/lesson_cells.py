@@ -7,6 +7,7 @@ Edit the cells in the notebook, then run ./course links (a test fails while this
 
 
 # ---- notebooks/01_xla_rules_tensorflow.ipynb, cell 15: boolean_mask_sparse_categorical_crossentropy, masked_sparse_categorical_crossentropy
+# in the section "Rule 2 · Data-dependent shapes"
 import tensorflow as tf
 
 
@@ -27,6 +28,7 @@ def masked_sparse_categorical_crossentropy(labels, logits, ignore_index=-100):
 
 
 # ---- notebooks/01_xla_rules_tensorflow.ipynb, cell 42: JitDecision, strategy_kind, jit_compile_for
+# in the section "`jit_compile=True` on CPU/GPU, not on a TPU"
 from dataclasses import dataclass
 
 from tpu_helpers.core.runtime import Runtime, detect_runtime

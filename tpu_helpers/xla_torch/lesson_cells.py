@@ -7,6 +7,7 @@ Edit the cells in the notebook, then run ./course links (a test fails while this
 
 
 # ---- notebooks/02_xla_rules_pytorch_xla.ipynb, cell 7: rescale_with_if, rescale_with_indicator
+# in the section "Rule 1 · No data-dependent conditionals"
 def rescale_with_if(x):
     norm = x.norm()
     if norm > 1.0:  # bool(tensor): forces a device-to-host sync
@@ -21,6 +22,7 @@ def rescale_with_indicator(x):
 
 
 # ---- notebooks/02_xla_rules_pytorch_xla.ipynb, cell 14: tiny_bert
+# in the section "Rule 1 in the wild: a check inside transformers"
 import torch
 from transformers import BertConfig, BertForSequenceClassification
 
@@ -35,6 +37,7 @@ def tiny_bert(attn_implementation="eager", hidden=32, layers=1, vocab_size=1000,
 
 
 # ---- notebooks/02_xla_rules_pytorch_xla.ipynb, cell 17: keep_attention_masks_on_device
+# in the section "Rule 1 in the wild: a check inside transformers"
 from transformers import AttentionMaskInterface
 from transformers.masking_utils import eager_mask, sdpa_mask
 
@@ -51,6 +54,7 @@ def keep_attention_masks_on_device():
 
 
 # ---- notebooks/02_xla_rules_pytorch_xla.ipynb, cell 21: masked_mean, masked_cross_entropy, boolean_mask_cross_entropy
+# in the section "Rule 2 · No data-dependent shapes"
 import torch.nn.functional as F
 
 

@@ -46,7 +46,7 @@ def test_time_calls_counts_repeats_and_warmup():
 
 
 def test_benchmarks_that_repeat_a_step_or_a_pass_time_it_with_time_calls():
-    """core/timing.py's loop, not a copy by hand (issue 29)."""
+    """core/timing.py's loop, not a copy by hand (one owner for the timing loop)."""
     import inspect
 
     from benchmarks import bench_buckets_bert, bench_padding, bench_xla_vs_eager

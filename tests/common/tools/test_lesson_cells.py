@@ -114,3 +114,36 @@ def test_nothing_outside_tools_reads_a_notebook_cell_to_run_it():
         "tests/torch/trainers/test_replicas.py",  # notebook 07's claims cell, run on what a test's DDP processes wrote
     }
     assert set(readers) <= allowed, sorted(set(readers) - allowed)
+
+
+def test_save_cells_import_only_public_libraries_and_earlier_lessons():
+    found = []
+    for path in NOTEBOOKS:
+        nb = nbformat.read(path, as_version=4)
+        earlier = lesson_cells.earlier_packages(NOTEBOOKS, path)
+        found += [f"{path.name}, {p}" for p in lesson_cells.internal_imports(nb, set(earlier))]
+    assert not found, ("cells tagged 'save' import course internals (a learner's copy would fail without the course): "
+                       "pass course-only behaviour in from outside or move it to a check cell\n" + "\n".join(found))
+
+
+def test_an_internal_import_is_found_and_an_earlier_lesson_is_allowed():
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "from tpu_helpers.banking77.lesson_cells import evaluate\nfrom tpu_helpers.core import claims\n"
+        "import tpu_helpers.shared.boundaries\n", metadata={"tags": ["save"]})])
+    assert lesson_cells.internal_imports(nb, {"tpu_helpers.banking77"}) == [
+        "cell 0: tpu_helpers.core", "cell 0: tpu_helpers.shared.boundaries"]
+    assert len(lesson_cells.internal_imports(nb, set())) == 3
+
+
+def test_an_example_runs_the_earlier_lessons_script_and_needs_a_main():
+    cell = nbformat.v4.new_code_cell("from tpu_helpers.a.lesson_cells import f\n\n\ndef main(argv=None):\n    f()\n",
+                                     metadata={"tags": ["save"]})
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# B"), cell],
+                                  metadata={"tpu_course": {"package": "tpu_helpers.b", "example": "b_script"}})
+    text = lesson_cells.render_example(nb, "02_b.ipynb", {"tpu_helpers.a": "a_script"})
+    assert "from a_script import f" in text and "from tpu_helpers" not in text and text.endswith("    main()\n")
+    with pytest.raises(lesson_cells.LessonCellError, match="names no example"):
+        lesson_cells.render_example(nb, "02_b.ipynb", {"tpu_helpers.a": ""})
+    cell.source = "import os\n"
+    with pytest.raises(lesson_cells.LessonCellError, match="defines main"):
+        lesson_cells.render_example(nb, "02_b.ipynb", {"tpu_helpers.a": "a_script"})

@@ -30,7 +30,7 @@ def test_every_target_names_an_image_snapshot_a_supported_python_and_its_noteboo
     assert rh.TARGETS["colab-tpu"].python == "3.13" and rh.TARGETS["kaggle-tpu"].python == "3.12"
     assert rh.TARGETS["colab-cpu"].python == "3.13" and rh.TARGETS["colab-gpu"].device == {"COLAB_GPU": "1"}
     assert not any(rh.TARGETS["colab-gpu"].notebooks.values())  # the same packages on the same CPU as colab-cpu
-    # issue 41: notebooks 01, 02, 04, 05 and 07 on Colab's CPU and GPU images
+    # the training notebooks run on Colab's CPU image too, where most learners start
     assert sorted(rh.TARGETS["colab-cpu"].notebooks["tf"] + rh.TARGETS["colab-cpu"].notebooks["torch"])[:5] == [
         "01_xla_rules_tensorflow", "02_xla_rules_pytorch_xla", "04_mlm_from_scratch_tensorflow",
         "05_banking77_accelerate", "07_trainers_lightning_hf"]
