@@ -7,6 +7,7 @@ Edit the cells in the notebook, then run ./course links (a test fails while this
 
 
 # ---- notebooks/05_banking77_accelerate.ipynb, cell 9: choose_boundaries
+# in the section "2 · How long the queries are, and what padding costs"
 import itertools
 
 import numpy as np
@@ -30,6 +31,7 @@ def choose_boundaries(lengths, max_length, max_buckets=3, multiple=8):
 
 
 # ---- notebooks/05_banking77_accelerate.ipynb, cell 13: GlobalBatch, BucketBatchSampler, BucketedDataset, BucketCollator, tokenize
+# in the section "3 · Bucketed batches: same shape on every replica, new batches every epoch"
 from dataclasses import dataclass
 
 import numpy as np
@@ -152,17 +154,27 @@ def tokenize(dataset, tokenizer, max_length):
     return out.rename_column("label", "labels")
 
 
-# ---- notebooks/05_banking77_accelerate.ipynb, cell 20: make_model
+# ---- notebooks/05_banking77_accelerate.ipynb, cell 20: keep_attention_masks_on_device, make_model
+# in the section "4 · The model is built here, once"
 import torch
-from transformers import AutoModelForSequenceClassification, BertConfig, BertForSequenceClassification
+from transformers import AttentionMaskInterface, AutoModelForSequenceClassification, BertConfig
+from transformers import BertForSequenceClassification
+from transformers.masking_utils import eager_mask, sdpa_mask
 
-from tpu_helpers.xla_torch.lesson_cells import keep_attention_masks_on_device
+
+def keep_attention_masks_on_device():
+    """Notebook 02's fix: build BERT's attention mask every time, without first reading on the host whether anything
+    is padded (transformers 5 would read padding_mask.all() at every forward pass)."""
+    def always_build(build_mask):
+        return lambda *args, **kwargs: build_mask(*args, **{**kwargs, "allow_is_bidirectional_skip": False})
+    AttentionMaskInterface.register("sdpa", always_build(sdpa_mask))
+    AttentionMaskInterface.register("eager", always_build(eager_mask))
 
 
 def make_model(model_name, label_names, seed=0, **kwargs):
     """A classifier for `label_names`: pretrained `model_name` (a Hub name or a folder), or "tiny", a new small BERT.
     `kwargs` go to `from_pretrained` (e.g. revision=...) or, for "tiny", to its `BertConfig` (sizes)."""
-    keep_attention_masks_on_device()  # notebook 02: no host read of padding_mask.all() in each forward pass
+    keep_attention_masks_on_device()  # no host read of padding_mask.all() in each forward pass (notebook 02)
     torch.manual_seed(seed)  # the new weights: the classification head (every weight of "tiny")
     labels = dict(num_labels=len(label_names), id2label=dict(enumerate(label_names)),
                   label2id={name: i for i, name in enumerate(label_names)},
@@ -173,6 +185,7 @@ def make_model(model_name, label_names, seed=0, **kwargs):
 
 
 # ---- notebooks/05_banking77_accelerate.ipynb, cell 24 (tagged training-function): TrainConfig, scaled_learning_rate, make_loaders, evaluate, training_function
+# in the section "5 · The training function"
 from dataclasses import dataclass
 
 import numpy as np
@@ -301,6 +314,7 @@ def training_function(model, train_ds, eval_ds, config, tokenizer, log=None):
 
 
 # ---- notebooks/05_banking77_accelerate.ipynb, cell 28 (tagged launch): launch_training
+# in the section "6 · The plan, then the launch"
 from accelerate import debug_launcher, notebook_launcher
 
 
@@ -318,6 +332,7 @@ def launch_training(training_function, args, launcher="accelerate.notebook_launc
 
 
 # ---- notebooks/05_banking77_accelerate.ipynb, cell 54: read_banking77, main
+# in the section "10 · The same lesson as a script"
 import argparse
 import os
 

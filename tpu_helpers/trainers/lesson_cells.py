@@ -175,6 +175,7 @@ def xla_trainer(model, train_dataset, tokenizer, output_dir, *, batch_size, max_
 
 
 # ---- notebooks/07_trainers_lightning_hf.ipynb, cell 37: main
+# in the section "5 · The same lesson as a script"
 import argparse
 
 from sklearn.metrics import f1_score
