@@ -25,7 +25,8 @@ def check_one_device_per_process():
             raise RuntimeError(
                 f"this process drives {n} TPU devices, one thread each (a TPU v2 or v3). torch_xla's ordinal is "
                 "per thread, and the loader's own thread has none: every replica of this process would train the "
-                "same share. Set TPU_DEVICES = 1 in the parameters, or use a TPU v4 or later (one device per process).")
+                "same share. Train one device (TPU_DEVICES = 1 in the notebook, --devices 1 in the script), or "
+                "use a TPU v4 or later (one device per process).")
 
 
 def replica_rank():
