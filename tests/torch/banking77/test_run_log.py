@@ -162,9 +162,9 @@ def test_bad_settings_are_clear_errors(tiny):
 
 
 def test_too_small_training_set_is_a_clear_error(tiny):
-    _, _, enc, _ = tiny
+    _, tok, enc, _ = tiny
     with pytest.raises(ValueError, match="smaller than one batch"):
-        make_loaders(enc["test"].select(range(10)), enc["test"], TrainConfig(batch_size=32))
+        make_loaders(enc["test"].select(range(10)), enc["test"], TrainConfig(batch_size=32), tok)
 
 
 def test_linear_scaling_rule_scales_the_learning_rate_with_the_global_batch():
