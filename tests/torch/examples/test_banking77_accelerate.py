@@ -1,5 +1,6 @@
 """examples/banking77_accelerate.py (notebook 05's cells tagged ``save``) runs without tpu_helpers: MiniLM's real
-weights (one layer kept) fine-tuned for one epoch on a tiny CSV folder (one bucket: three graphs), launched in process on PyTorch/XLA's CPU device."""
+weights (one layer kept) fine-tuned for one epoch on a tiny CSV folder (one bucket: three graphs), launched in
+process on PyTorch/XLA's CPU device."""
 import re
 
 from course_support.examples import run_example
