@@ -1,7 +1,7 @@
 """The course's Accelerate training function against a plain torch_xla loop: same data, model, batches, steps.
 
 Both train the same tiny BERT (hidden 64, 2 layers, as notebook 05's cpu/ci profiles) on the same synthetic
-BANKING77 split, with the same bucketed batches (`tpu_helpers.banking77.buckets`: sampler, collator, seed), AdamW and the
+BANKING77 split, with the same bucketed batches (notebook 05's `lesson_cells`: sampler, collator, seed), AdamW and the
 same linear warmup/decay schedule, on one XLA:CPU device:
 
 * **course**: notebook 05's own ``training_function`` (its cell, generated into
@@ -39,7 +39,7 @@ def plain_loop(model, train_ds, tokenizer, boundaries, epochs: int, seed: int) -
     from torch.utils.data import DataLoader
     from transformers import get_linear_schedule_with_warmup
 
-    from tpu_helpers.banking77.buckets import (
+    from tpu_helpers.banking77.lesson_cells import (
         BucketBatchSampler,
         BucketCollator,
         BucketedDataset,

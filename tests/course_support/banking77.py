@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import csv
-import dataclasses
+import functools
 import os
 import shutil
 import tempfile
@@ -12,25 +12,24 @@ from typing import Any, Callable, Sequence
 
 def run_as_notebook(function: Callable[..., Any], args: Sequence[Any], plan=None):
     """Notebook 05's launch for tests and benchmarks: the plan's environment, then its cell tagged ``launch``
-    (`lesson_cells.launch_training`) runs ``function(*args, RunLog)``; the `TrainReport` the main replica wrote is read back.
-    ``args[3]`` is the `TrainConfig`; without a ``report_path`` a temporary one is used."""
-    from tpu_helpers.banking77.launch import plan_launch, prepare_environment
+    (`lesson_cells.launch_training`, with the course's guards) runs ``function(*args, RunLog)``; the `TrainReport`
+    the main replica wrote is read back (to ``args[3].report_path``, or a temporary file)."""
+    from tpu_helpers.banking77.launch import launch_checked, plan_launch, prepare_environment
 
     plan = plan or plan_launch()
     prepare_environment(plan)
-    from tpu_helpers.banking77.lesson_cells import launch_training  # imports accelerate: after the environment
-    from tpu_helpers.banking77.run_log import RunLog, TrainReport
+    from tpu_helpers.banking77.run_log import RunLog, TrainReport  # imports accelerate: after the environment
 
     args = list(args) + [None] * (5 - len(args))
-    args[5:] = [RunLog]  # the training function's optional log: the report is read back below
-    config = args[3]
     temporary = None
-    if config.report_path is None:
+    report_path = getattr(args[3], "report_path", None)
+    if report_path is None:
         temporary = tempfile.mkdtemp(prefix="tpu-course-report-")
-        args[3] = config = dataclasses.replace(config, report_path=os.path.join(temporary, "report.json"))
+        report_path = os.path.join(temporary, "report.json")
+    args[5:] = [functools.partial(RunLog, report_path=report_path)]  # the training function's optional log
     try:
-        launch_training(function, tuple(args), plan)
-        return TrainReport.load(config.report_path)
+        launch_checked(function, tuple(args), plan)
+        return TrainReport.load(report_path)
     finally:
         if temporary:
             shutil.rmtree(temporary, ignore_errors=True)

@@ -13,7 +13,7 @@ answer = answer_for(__package__)
 def check_collate(make_collate: Callable, dataset: Any, tokenizer: Any, boundaries: Sequence[int], *,
                   batch_size: int = 16, steps: int = 12) -> CheckResult:
     """Batches of shape (rows, the bucket's length), right-padded, tokens and labels intact: one shape per bucket."""
-    from tpu_helpers.banking77.buckets import BucketBatchSampler, BucketedDataset
+    from tpu_helpers.banking77.lesson_cells import BucketBatchSampler, BucketedDataset
 
     plan = BucketBatchSampler([len(x) for x in dataset["input_ids"]], batch_size, boundaries, seed=11).plan(0)
     firsts = {b.padded_length: b for b in plan}  # one batch of every bucket first, then the rest of the epoch
@@ -53,8 +53,8 @@ def check_collate(make_collate: Callable, dataset: Any, tokenizer: Any, boundari
 def check_gather_step(gather_step: Callable, dataset: Any, tokenizer: Any, boundaries: Sequence[int], *,
                       batch_size: int = 32, batches: int = 7) -> CheckResult:
     """Over a topped-up last batch: exactly one prediction per row, in order, as host lists, and no new graph."""
-    from tpu_helpers.banking77.buckets import BucketBatchSampler, BucketCollator, BucketedDataset
     from tpu_helpers.banking77.launch import reset_accelerate_state
+    from tpu_helpers.banking77.lesson_cells import BucketBatchSampler, BucketCollator, BucketedDataset
     from tpu_helpers.banking77.solutions import gather_step as reference
 
     dataset = dataset.select(range(min(len(dataset), batches * batch_size - 5)))

@@ -9,7 +9,7 @@ from typing import Any, Mapping
 from tpu_helpers._compat import (
     accelerate_found_torch_xla,
     accelerate_state_exists,
-    reset_accelerate_state,  # noqa: F401  (launch_training calls it after a run)
+    reset_accelerate_state,
     xla_runtime_is_initialized,
 )
 from tpu_helpers.core.runtime import Runtime, detect_runtime
@@ -122,3 +122,12 @@ def check_kernel(plan: LaunchPlan) -> None:
                             "the notebook from the top.")
 
 
+def launch_checked(training_function, args, plan: LaunchPlan, launch_training=None) -> None:
+    """Notebook 05's `launch_training` with the course's guards: the kernel checked first, Accelerate reset after."""
+    if launch_training is None:
+        from tpu_helpers.banking77.lesson_cells import launch_training  # imports accelerate: after the environment
+    check_kernel(plan)  # no Accelerator yet, and where the launch forks, the TPU untouched in this kernel
+    try:
+        launch_training(training_function, args, plan.launcher, plan.num_processes)
+    finally:  # an in-process run leaves its Accelerator behind, even a failed one: the next launch makes its own
+        reset_accelerate_state()

@@ -6,16 +6,37 @@ Edit the cells in the notebook, then run ./course links (a test fails while this
 # ruff: noqa: E402, F811, I001  (the cells' own imports, cell by cell, as the learner reads them)
 
 
-# ---- notebooks/05_banking77_accelerate.ipynb, cell 12: GlobalBatch, BucketBatchSampler, BucketedDataset, BucketCollator
+# ---- notebooks/05_banking77_accelerate.ipynb, cell 9: choose_boundaries
+# in the section "2 · How long the queries are, and what padding costs"
+import itertools
+
+import numpy as np
+
+
+def choose_boundaries(lengths, max_length, max_buckets=3, multiple=8):
+    """At most `max_buckets` lengths, multiples of `multiple`, that pad `lengths` least (every set is tried)."""
+    lengths = np.minimum(np.asarray(lengths, dtype=np.int64), max_length)
+    top = min(max_length, -(-int(lengths.max()) // multiple) * multiple)  # the longest query, rounded up
+    counts = np.bincount(lengths, minlength=top + 1)  # how many queries have each length
+    # a smaller boundary is worth trying only as the first multiple at or above some query's length
+    candidates = sorted({min(top, -(-int(n) // multiple) * multiple) for n in np.unique(lengths)} - {top})
+    best_cost, best = int(counts.sum()) * top, (top,)  # one bucket: every query padded to the longest
+    for k in range(1, max_buckets):
+        for inner in itertools.combinations(candidates, k):
+            bounds = (*inner, top)
+            padded = np.asarray(bounds)[np.searchsorted(bounds, np.arange(top + 1))]  # each length's bucket
+            if (cost := int((counts * padded).sum())) < best_cost:
+                best_cost, best = cost, bounds
+    return best
+
+
+# ---- notebooks/05_banking77_accelerate.ipynb, cell 13: GlobalBatch, BucketBatchSampler, BucketedDataset, BucketCollator, tokenize
 # in the section "3 · Bucketed batches: same shape on every replica, new batches every epoch"
-from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 from transformers import DataCollatorWithPadding
-
-from tpu_helpers.shared.boundaries import BucketError, validate_boundaries
 
 
 @dataclass(frozen=True, eq=False)  # compared by identity: the indices are an array
@@ -32,19 +53,21 @@ class BucketBatchSampler:
 
     def __init__(self, lengths, batch_size, boundaries, *, num_replicas=1, shuffle=True, drop_last=None, seed=0):
         self.lengths = [int(n) for n in lengths]  # tokens per row, after truncation
-        self.boundaries = validate_boundaries(boundaries)
+        self.boundaries = tuple(sorted({int(b) for b in boundaries}))
+        if not self.boundaries or self.boundaries[0] < 1:
+            raise ValueError(f"bucket boundaries must be positive lengths, got {boundaries!r}")
         if batch_size < 1 or num_replicas < 1:
-            raise BucketError(f"batch_size ({batch_size}) and num_replicas ({num_replicas}) must be at least 1")
+            raise ValueError(f"batch_size ({batch_size}) and num_replicas ({num_replicas}) must be at least 1")
         if max(self.lengths, default=0) > self.boundaries[-1]:
-            raise BucketError(f"a query has {max(self.lengths)} tokens, more than the largest bucket "
-                              f"({self.boundaries[-1]}): tokenize with truncation=True, max_length=<largest boundary>")
+            raise ValueError(f"a query has {max(self.lengths)} tokens, more than the largest bucket "
+                             f"({self.boundaries[-1]}): tokenize with truncation=True, max_length=<largest boundary>")
         self.batch_size = int(batch_size)  # per replica: accelerate's BatchSamplerShard reads it
         self.num_replicas = int(num_replicas)  # not "num_processes": accelerate would multiply the batch size by it
         self.shuffle, self.seed, self.epoch = shuffle, int(seed), 0
         self.drop_last = shuffle if drop_last is None else bool(drop_last)
         if self.drop_last and len(self.lengths) < self.global_batch_size:
-            raise BucketError(f"{len(self.lengths)} samples are fewer than one global batch ({self.batch_size} x "
-                              f"{self.num_replicas} replicas): with drop_last there would be no step")
+            raise ValueError(f"{len(self.lengths)} samples are fewer than one global batch ({self.batch_size} x "
+                             f"{self.num_replicas} replicas): with drop_last there would be no step")
 
     @property
     def global_batch_size(self):
@@ -105,113 +128,125 @@ class BucketedDataset:
 
 
 class BucketCollator:
-    """Pads each batch to the length that came with it (fixed_length: the seed's one length), counting tokens."""
+    """Pads each batch to the length that came with it (fixed_length: the seed's one length for every batch)."""
 
     def __init__(self, tokenizer, fixed_length=None):
         self.tokenizer, self.fixed_length = tokenizer, fixed_length
-        self.reset()
-
-    def reset(self):
-        self.real_tokens = self.computed_tokens = 0
-        self.sequence = []  # (rows, padded length) of each batch since reset(), in order
-
-    def stats(self):
-        shapes = sorted(Counter(self.sequence).items())
-        return {"real_tokens": self.real_tokens, "computed_tokens": self.computed_tokens,
-                "shapes": {f"{rows}x{length}": n for (rows, length), n in shapes}}
 
     def __call__(self, items):
         if self.fixed_length is None:
             rows, lengths = [row for row, _ in items], {int(length) for _, length in items}
             if len(lengths) != 1:
-                raise BucketError(f"one batch asks for several padded lengths {sorted(lengths)}")
+                raise ValueError(f"one batch asks for several padded lengths {sorted(lengths)}")
             length = lengths.pop()
         else:  # plain rows, or (row, length) pairs whose length is ignored
             rows, length = [it[0] if isinstance(it, tuple) else it for it in items], self.fixed_length
-        real = [len(row["input_ids"]) for row in rows]
-        if max(real) > length:
-            raise BucketError(f"a row has {max(real)} tokens, more than the padded length {length}: tokenize with "
-                              f"truncation=True and max_length <= {length}")
-        self.real_tokens += sum(real)
-        self.computed_tokens += len(rows) * length
-        self.sequence.append((len(rows), length))
+        if (longest := max(len(row["input_ids"]) for row in rows)) > length:
+            raise ValueError(f"a row has {longest} tokens, more than the padded length {length}: tokenize with "
+                             f"truncation=True and max_length <= {length}")
         return DataCollatorWithPadding(self.tokenizer, padding="max_length", max_length=length)(rows)
 
 
-# ---- notebooks/05_banking77_accelerate.ipynb, cell 22 (tagged training-function): Loaders, make_loaders, _checked, evaluate, training_function
+def tokenize(dataset, tokenizer, max_length):
+    """Each query's token ids, cut at `max_length` and not padded (the collator pads each batch), and its label."""
+    out = dataset.map(lambda rows: tokenizer(rows["text"], truncation=True, max_length=max_length),
+                      batched=True, remove_columns=["text"])
+    return out.rename_column("label", "labels")
+
+
+# ---- notebooks/05_banking77_accelerate.ipynb, cell 20: keep_attention_masks_on_device, make_model
+# in the section "4 · The model is built here, once"
+import torch
+from transformers import AttentionMaskInterface, AutoModelForSequenceClassification, BertConfig
+from transformers import BertForSequenceClassification
+from transformers.masking_utils import eager_mask, sdpa_mask
+
+
+def keep_attention_masks_on_device():
+    """Notebook 02's fix: build BERT's attention mask every time, without first reading on the host whether anything
+    is padded (transformers 5 would read padding_mask.all() at every forward pass)."""
+    def always_build(build_mask):
+        return lambda *args, **kwargs: build_mask(*args, **{**kwargs, "allow_is_bidirectional_skip": False})
+    AttentionMaskInterface.register("sdpa", always_build(sdpa_mask))
+    AttentionMaskInterface.register("eager", always_build(eager_mask))
+
+
+def make_model(model_name, label_names, seed=0, **kwargs):
+    """A classifier for `label_names`: pretrained `model_name` (a Hub name or a folder), or "tiny", a new small BERT.
+    `kwargs` go to `from_pretrained` (e.g. revision=...) or, for "tiny", to its `BertConfig` (sizes)."""
+    keep_attention_masks_on_device()  # no host read of padding_mask.all() in each forward pass (notebook 02)
+    torch.manual_seed(seed)  # the new weights: the classification head (every weight of "tiny")
+    labels = dict(num_labels=len(label_names), id2label=dict(enumerate(label_names)),
+                  label2id={name: i for i, name in enumerate(label_names)},
+                  attn_implementation="eager")  # "Why eager attention?" at the end
+    if model_name == "tiny":
+        return BertForSequenceClassification(BertConfig(**kwargs, **labels))
+    return AutoModelForSequenceClassification.from_pretrained(model_name, **kwargs, **labels)
+
+
+# ---- notebooks/05_banking77_accelerate.ipynb, cell 24 (tagged training-function): TrainConfig, scaled_learning_rate, make_loaders, evaluate, training_function
 # in the section "5 · The training function"
+from dataclasses import dataclass
+
+import numpy as np
 import torch
 from accelerate import Accelerator
 from accelerate.utils import set_seed
-
-from typing import Any, NamedTuple
-
+from sklearn.metrics import f1_score
 from torch.utils.data import DataLoader
 
-from tpu_helpers.banking77.config import PADDINGS
-from tpu_helpers.banking77.evaluation import check_evaluation_plan, rows_kept, weighted_f1
+
+@dataclass
+class TrainConfig:
+    epochs: int = 3
+    batch_size: int = 32  # per replica: the global batch is batch_size x replicas
+    eval_batch_size: int = 64  # per replica
+    learning_rate: float = 3e-4
+    weight_decay: float = 0.01
+    warmup_ratio: float = 0.1  # the share of all steps that warms the learning rate up linearly
+    mixed_precision: str = "no"  # or "bf16" (a TPU): autocast in the training function
+    seed: int = 42
+    padding: str = "max_length"  # "max_length": one fixed length; "buckets": length buckets
+    boundaries: tuple[int, ...] | None = None  # the bucket lengths for padding="buckets"
+    max_length: int | None = None  # queries are cut at this length (and padded to it with "max_length")
 
 
-class Loaders(NamedTuple):
-    """What `make_loaders` returns (it unpacks as a 5-tuple too)."""
-    train: Any  # DataLoader, before accelerator.prepare
-    eval: Any
-    train_collate: Any  # counts the tokens and batch shapes of each split, on the host
-    eval_collate: Any
-    eval_order: list[int] | None  # the dataset index of each gathered prediction (None: the dataset's order)
-
-    @property
-    def eval_rows(self) -> int:  # test rows: exactly one prediction each
-        return len(self.eval.dataset)
+def scaled_learning_rate(base_lr, base_global_batch, global_batch):
+    """The linear scaling rule: the learning rate grows with the global batch (Goyal et al. 2017)."""
+    return base_lr * global_batch / base_global_batch
 
 
-def make_loaders(train_dataset, eval_dataset, config, tokenizer=None, num_replicas: int = 1) -> Loaders:
-    """Train/eval DataLoaders (unpadded datasets) padded to ``config.boundaries`` or ``config.max_length``."""
-    if config.padding not in PADDINGS:
-        raise ValueError(f"padding={config.padding!r}: choose one of {', '.join(PADDINGS)}")
-    if config.padding == "buckets":
-        if tokenizer is None or not config.boundaries:
-            raise ValueError("padding='buckets' needs the tokenizer (it pads each batch) and config.boundaries "
-                             "(e.g. tpu_helpers.shared.boundaries.choose_boundaries(lengths, max_length))")
-        bounds = validate_boundaries(config.boundaries, config.max_length)
-        g = config.batch_size * num_replicas
-        if len(train_dataset) < g:
-            raise ValueError(f"the training set ({len(train_dataset)} rows) is smaller than one global batch "
-                             f"({g}); lower BATCH_SIZE or use more data.")
-        train_lengths = [len(x) for x in train_dataset["input_ids"]]
-        eval_lengths = [len(x) for x in eval_dataset["input_ids"]]
-        # evaluation pads to the training buckets; only a test query longer than every bucket (rare) needs
-        # max_length: the batch that holds it is padded to it, one graph more
-        longer = config.max_length and max(eval_lengths, default=0) > bounds[-1]
-        eval_bounds = bounds + (config.max_length,) if longer else bounds
-        train_sampler = BucketBatchSampler(train_lengths, config.batch_size, bounds, num_replicas=num_replicas,
-                                           shuffle=True, seed=config.seed)
-        eval_sampler = BucketBatchSampler(eval_lengths, config.eval_batch_size, eval_bounds, num_replicas=num_replicas,
-                                          shuffle=False)
-        train_collate, eval_collate = BucketCollator(tokenizer), BucketCollator(tokenizer)
-        train_dl = DataLoader(BucketedDataset(train_dataset), batch_sampler=train_sampler, collate_fn=train_collate)
-        eval_dl = DataLoader(BucketedDataset(eval_dataset), batch_sampler=eval_sampler, collate_fn=eval_collate)
-        order = [int(i) for b in eval_sampler.plan(0) for i in b.indices[:b.real_rows]]
-        return _checked(Loaders(train_dl, eval_dl, train_collate, eval_collate, order), num_replicas)
-    if len(train_dataset) < config.batch_size:
-        raise ValueError(f"the training set ({len(train_dataset)} rows) is smaller than one batch "
-                         f"({config.batch_size}); with drop_last=True there would be no step. Lower BATCH_SIZE "
-                         "or use more data.")
-    if tokenizer is None or not config.max_length:
-        raise ValueError("padding='max_length' needs the tokenizer (it pads each batch) and config.max_length")
-    train_collate = BucketCollator(tokenizer, fixed_length=config.max_length)
-    eval_collate = BucketCollator(tokenizer, fixed_length=config.max_length)
-    train_dl = DataLoader(train_dataset, batch_size=config.batch_size, shuffle=True, drop_last=True,
-                          collate_fn=train_collate)
-    eval_dl = DataLoader(eval_dataset, batch_size=config.eval_batch_size, shuffle=False, drop_last=False,
-                         collate_fn=eval_collate)
-    return _checked(Loaders(train_dl, eval_dl, train_collate, eval_collate, None), num_replicas)
-
-
-def _checked(loaders: Loaders, num_replicas: int) -> Loaders:
-    """The course's check of the evaluation plan, on the host before any training (optional in your project)."""
-    check_evaluation_plan(loaders.eval, loaders.eval_rows, num_replicas, loaders.eval_order)
-    return loaders
+def make_loaders(train_dataset, eval_dataset, config, tokenizer, num_replicas=1):
+    """Train and eval DataLoaders of unpadded rows, padded per batch to `config.boundaries` or `config.max_length`."""
+    if config.padding not in ("buckets", "max_length"):
+        raise ValueError(f"padding={config.padding!r}: choose 'buckets' or 'max_length'")
+    collate = BucketCollator(tokenizer) if config.padding == "buckets" else BucketCollator(tokenizer, config.max_length)
+    if config.padding == "max_length":
+        if len(train_dataset) < config.batch_size:
+            raise ValueError(f"the training set ({len(train_dataset)} rows) is smaller than one batch "
+                             f"({config.batch_size}): lower the batch size or use more data")
+        train_dl = DataLoader(train_dataset, batch_size=config.batch_size, shuffle=True, drop_last=True,
+                              collate_fn=collate)
+        eval_dl = DataLoader(eval_dataset, batch_size=config.eval_batch_size, collate_fn=collate)
+        return train_dl, eval_dl
+    bounds = tuple(sorted(config.boundaries or ()))
+    if not bounds or (config.max_length and bounds[-1] > config.max_length):
+        raise ValueError(f"padding='buckets' needs boundaries up to max_length={config.max_length}, got {bounds}: "
+                         "choose them with choose_boundaries(lengths, max_length)")
+    train_lengths = [len(x) for x in train_dataset["input_ids"]]
+    eval_lengths = [len(x) for x in eval_dataset["input_ids"]]
+    # evaluation pads to the training buckets; a test query longer than every bucket (rare) is padded to max_length
+    if config.max_length and max(eval_lengths, default=0) > bounds[-1]:
+        eval_bounds = bounds + (config.max_length,)
+    else:
+        eval_bounds = bounds
+    train_sampler = BucketBatchSampler(train_lengths, config.batch_size, bounds, num_replicas=num_replicas,
+                                       shuffle=True, seed=config.seed)
+    eval_sampler = BucketBatchSampler(eval_lengths, config.eval_batch_size, eval_bounds, num_replicas=num_replicas,
+                                      shuffle=False)
+    train_dl = DataLoader(BucketedDataset(train_dataset), batch_sampler=train_sampler, collate_fn=collate)
+    eval_dl = DataLoader(BucketedDataset(eval_dataset), batch_sampler=eval_sampler, collate_fn=collate)
+    return train_dl, eval_dl
 
 
 def evaluate(accelerator, model, eval_dl, n_rows, autocast):
@@ -223,41 +258,44 @@ def evaluate(accelerator, model, eval_dl, n_rows, autocast):
             predictions = model(**batch).logits.argmax(dim=-1)
         # gather, not gather_for_metrics: on XLA that one drops real rows ("Why gather?" at the end)
         gathered.append(accelerator.gather((predictions, batch["labels"])))
-    predictions = rows_kept([p for p, _ in gathered], n_rows)  # copied to the host once; the last batch's repeats cut
-    return predictions, rows_kept([r for _, r in gathered], n_rows)
+    predictions = np.concatenate([p.cpu().numpy() for p, _ in gathered])  # to the host, after the loop
+    labels = np.concatenate([y.cpu().numpy() for _, y in gathered])
+    if len(predictions) < n_rows:
+        raise RuntimeError(f"the evaluation gave {len(predictions)} rows for {n_rows}: check eval_batch_size and "
+                           "that the largest bucket holds every test query")
+    return predictions[:n_rows], labels[:n_rows]  # the last batch's repeated rows cut
 
 
-def training_function(model, train_ds, eval_ds, config, tokenizer=None, log=None):
+def training_function(model, train_ds, eval_ds, config, tokenizer, log=None):
     """Runs once per replica (TPU device). The model comes from outside; the Accelerator is made here.
-    ``log`` (optional, the course's RunLog) measures the run; leave it out in your own project."""
-    # bf16 on a TPU is autocast: bf16 matmuls, float32 weights, gradients and AdamW state (torch_xla's advice).
-    bf16 = config.mixed_precision == "bf16"
+    `log` (optional, the course's RunLog) measures the run; leave it out in your own project."""
+    # bf16 on a TPU is autocast: bf16 matmuls, float32 weights, gradients and AdamW state (torch_xla's advice)
     accelerator = Accelerator(mixed_precision="no")  # bf16 is the autocast below, not Accelerator's
-    autocast = torch.autocast("xla", dtype=torch.bfloat16, enabled=bf16)
+    autocast = torch.autocast("xla", dtype=torch.bfloat16, enabled=config.mixed_precision == "bf16")
     set_seed(config.seed)
-    loaders = make_loaders(train_ds, eval_ds, config, tokenizer, num_replicas=accelerator.num_processes)
+    train_dl, eval_dl = make_loaders(train_ds, eval_ds, config, tokenizer, num_replicas=accelerator.num_processes)
+    log = log(accelerator, config, train_dl, eval_dl) if log else None  # optional: the course's measuring
     on_xla = accelerator.device.type == "xla"  # capturable: AdamW's step arithmetic on the device (see below)
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay,
                                   capturable=on_xla)
-    total_steps = config.epochs * len(loaders.train)  # unsharded: the prepared scheduler steps once per replica
+    total_steps = config.epochs * len(train_dl)  # unsharded: the prepared scheduler steps once per replica
     warmup = int(config.warmup_ratio * total_steps)
     # a linear warm-up and decay that never reach 0: a capturable AdamW divides by the learning rate, and a 0.0
     # after the last step would be a value other scalars of the graph share (one more graph)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: min(
         (step + 1) / (warmup + 1), (total_steps + 1 - step) / (total_steps + 1 - warmup)))
-    model, optimizer, train_dl, eval_dl, scheduler = accelerator.prepare(
-        model, optimizer, loaders.train, loaders.eval, scheduler)
+    model, optimizer, train_loader, eval_loader, scheduler = accelerator.prepare(
+        model, optimizer, train_dl, eval_dl, scheduler)
     if on_xla:  # the learning rate a device tensor, filled in place by the scheduler: no float of the schedule
         for group in optimizer.param_groups:  # enters the graph, so a tiny late learning rate compiles nothing new
             group["lr"] = torch.tensor(group["lr"], device=accelerator.device)
-    log = log(accelerator, config, loaders, len(train_dl)) if log else None  # optional: the course's measuring
 
     loss_sum = None  # summed on the device, read once per epoch (by the log): no host sync inside the loop
     for epoch in range(config.epochs):
         if config.padding == "buckets":  # new batches every epoch, the same plan on every replica
-            loaders.train.batch_sampler.set_epoch(epoch)
+            train_dl.batch_sampler.set_epoch(epoch)
         model.train()
-        for batch in train_dl:
+        for batch in train_loader:
             with autocast:
                 loss = model(**batch).loss
             accelerator.backward(loss)
@@ -267,33 +305,86 @@ def training_function(model, train_ds, eval_ds, config, tokenizer=None, log=None
             loss_sum = loss.detach() if loss_sum is None else loss_sum + loss.detach()
         log and log.end_training(loss_sum)  # optional: the loss, XLA's counters, the time
 
-        predictions, labels = evaluate(accelerator, model, eval_dl, loaders.eval_rows, autocast)
+        predictions, labels = evaluate(accelerator, model, eval_loader, len(eval_ds), autocast)
         if accelerator.is_main_process:  # not accelerator.print: XLA:CPU's one device is not "local main" for it
-            print(f"epoch {epoch + 1}: weighted F1 {weighted_f1(predictions, labels):.3f}")
+            f1 = f1_score(labels, predictions, average="weighted", zero_division=0)
+            print(f"epoch {epoch + 1}: weighted F1 {f1:.3f}")
         log and log.end_epoch(predictions, labels)  # optional
     return log.report(model) if log else None  # every replica: steps and weights compared; the report on replica 0
 
 
-# ---- notebooks/05_banking77_accelerate.ipynb, cell 26 (tagged launch): launch_training
+# ---- notebooks/05_banking77_accelerate.ipynb, cell 28 (tagged launch): launch_training
 # in the section "6 · The plan, then the launch"
 from accelerate import debug_launcher, notebook_launcher
 
-from tpu_helpers.banking77 import launch
+
+def launch_training(training_function, args, launcher="accelerate.notebook_launcher", num_processes=1):
+    """Run training_function(*args) on every replica with `launcher` (the launch plan printed at the top)."""
+    if launcher == "torch_xla.launch":  # a Cloud TPU VM: a process per chip, a thread per device in it
+        import torch_xla
+        from accelerate.utils import PrepareForLaunch
+
+        torch_xla.launch(PrepareForLaunch(training_function, distributed_type="XLA"), args=args, start_method="fork")
+    elif launcher == "accelerate.debug_launcher":  # a CPU, REPLICAS > 1: CPU processes over gloo, no XLA
+        debug_launcher(training_function, args, num_processes=num_processes)
+    else:  # Colab/Kaggle TPU: xmp.spawn, a process per chip; this CPU: this very process
+        notebook_launcher(training_function, args, num_processes=num_processes)
 
 
-def launch_training(training_function, args, plan):
-    """Run training_function(*args) on every replica, the way this runtime needs (the plan printed at the top)."""
-    launch.check_kernel(plan)  # no Accelerator yet, and where the launch forks, the TPU untouched in this kernel
-    try:
-        if plan.launcher == "torch_xla.launch":  # a Cloud TPU VM: a process per chip, a thread per device in it
-            import torch_xla
-            from accelerate.utils import PrepareForLaunch
+# ---- notebooks/05_banking77_accelerate.ipynb, cell 54: read_banking77, main
+# in the section "10 · The same lesson as a script"
+import argparse
+import os
 
-            torch_xla.launch(PrepareForLaunch(training_function, distributed_type="XLA"), args=args,
-                             start_method="fork")
-        elif plan.launcher == "accelerate.debug_launcher":  # a CPU, REPLICAS > 1: CPU processes over gloo, no XLA
-            debug_launcher(training_function, args, num_processes=plan.num_processes)
-        else:  # Colab/Kaggle TPU: xmp.spawn, a process per chip; this CPU: this very process
-            notebook_launcher(training_function, args, num_processes=plan.num_processes)
-    finally:  # an in-process run leaves its Accelerator behind, even a failed one: the next launch makes its own
-        launch.reset_accelerate_state()
+import datasets
+from transformers import AutoTokenizer
+
+
+def read_banking77(csv_dir=None):
+    """BANKING77 (text, label): the Hub's parquet copy, or train.csv and test.csv (text,category) in `csv_dir`."""
+    if csv_dir is None:  # the dataset is a loading script, which datasets >= 4 refuses: the parquet branch
+        return datasets.load_dataset("PolyAI/banking77", revision="refs/convert/parquet")
+    files = {split: os.path.join(csv_dir, f"{split}.csv") for split in ("train", "test")}
+    if missing := [path for path in files.values() if not os.path.isfile(path)]:
+        raise ValueError(f"missing {', '.join(missing)}: --data-dir needs BANKING77's train.csv and test.csv "
+                         "(columns text,category)")
+    raw = datasets.load_dataset("csv", data_files=files, keep_default_na=False)  # a query "NA" stays text
+    labels = datasets.ClassLabel(names=sorted(set(raw["train"]["category"])))
+    raw = raw.map(lambda row: {"label": labels.str2int(row["category"])}, remove_columns=["category"])
+    return raw.cast_column("label", labels)
+
+
+def main(argv=None):
+    """Fine-tune a BERT on BANKING77 with Accelerate and length buckets: notebook 05 as a script."""
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--model", default="bert-base-uncased", help="a Hub name or a local model folder")
+    parser.add_argument("--data-dir", help="a folder with BANKING77's train.csv and test.csv (default: the Hub)")
+    parser.add_argument("--layers", type=int, help="keep only the model's first N layers (a quick try)")
+    parser.add_argument("--max-length", type=int, default=128, help="queries are cut at this many tokens")
+    parser.add_argument("--max-buckets", type=int, default=3, help="bucket lengths (one graph each)")
+    parser.add_argument("--padding", choices=["buckets", "max_length"], default="buckets")
+    parser.add_argument("--batch-size", type=int, default=32, help="per replica")
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--devices", type=int, default=1, help="replicas that train (8 on a v5e-8): scales the "
+                        "learning rate, 3e-4 at a global batch of 256")
+    parser.add_argument("--learning-rate", type=float, help="instead of the scaled one")
+    parser.add_argument("--mixed-precision", choices=["no", "bf16"], default="no", help="bf16 on a TPU")
+    parser.add_argument("--launcher", default="accelerate.notebook_launcher", help="torch_xla.launch on a TPU VM",
+                        choices=["accelerate.notebook_launcher", "torch_xla.launch", "accelerate.debug_launcher"])
+    parser.add_argument("--num-processes", type=int, default=1, help="for notebook_launcher / debug_launcher")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+
+    data = read_banking77(args.data_dir)
+    tokenizer = AutoTokenizer.from_pretrained(args.model)
+    encoded = tokenize(data, tokenizer, args.max_length)
+    boundaries = choose_boundaries([len(x) for x in encoded["train"]["input_ids"]], args.max_length, args.max_buckets)
+    layers = {"num_hidden_layers": args.layers} if args.layers else {}
+    model = make_model(args.model, data["train"].features["label"].names, seed=args.seed, **layers)  # made once
+    lr = args.learning_rate or scaled_learning_rate(3e-4, 256, args.batch_size * args.devices)
+    config = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, eval_batch_size=2 * args.batch_size,
+                         learning_rate=lr, mixed_precision=args.mixed_precision, seed=args.seed,
+                         padding=args.padding, boundaries=boundaries, max_length=args.max_length)
+    print(f"{len(encoded['train']):,} training and {len(encoded['test']):,} test queries; {config}")
+    launch_training(training_function, (model, encoded["train"], encoded["test"], config, tokenizer),
+                    args.launcher, args.num_processes)

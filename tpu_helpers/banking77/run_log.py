@@ -4,12 +4,11 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tpu_helpers.banking77.config import TrainConfig
-from tpu_helpers.banking77.loaders import Loaders
 from tpu_helpers.core.files import write_json_atomic
 from tpu_helpers.core.tables import format_table
 from tpu_helpers.xla_torch.counters import XlaCounters, snapshot  # reads torch_xla's metrics only when called
@@ -93,26 +92,67 @@ class TrainReport:
         return format_table(rows)
 
 
-class RunLog:
-    """The training function's optional bookkeeping: counters, timers, the loss read once per epoch, the report."""
+class CountingCollate:
+    """Wraps a collate function: counts the real and computed tokens and the shape of each batch, on the host."""
 
-    def __init__(self, accelerator, config: TrainConfig, loaders: Loaders, steps_per_epoch: int):
+    def __init__(self, collate):
+        self.collate = collate
+        self.reset()
+
+    def reset(self) -> None:
+        self.real_tokens = self.computed_tokens = 0
+        self.sequence: list[tuple[int, int]] = []  # (rows, padded length) of each batch since reset(), in order
+
+    def stats(self) -> dict[str, Any]:
+        shapes = sorted(Counter(self.sequence).items())
+        return {"real_tokens": self.real_tokens, "computed_tokens": self.computed_tokens,
+                "shapes": {f"{rows}x{length}": n for (rows, length), n in shapes}}
+
+    def __call__(self, items):
+        batch = self.collate(items)
+        rows, length = (int(n) for n in batch["input_ids"].shape)
+        self.real_tokens += int(batch["attention_mask"].sum())
+        self.computed_tokens += rows * length
+        self.sequence.append((rows, length))
+        return batch
+
+
+def evaluation_order(eval_dl) -> list[int] | None:
+    """The test-set index of each prediction of a bucketed evaluation (None: the dataset's own order)."""
+    plan = getattr(eval_dl.batch_sampler, "plan", None)
+    return None if plan is None else [int(i) for b in plan(0) for i in b.indices[:b.real_rows]]
+
+
+class RunLog:
+    """The training function's optional bookkeeping: counters, timers, the loss read once per epoch, the report.
+    Made before `accelerator.prepare`: it wraps the loaders' collate functions to count tokens and shapes."""
+
+    def __init__(self, accelerator, config, train_dl, eval_dl, *, report_path: str | None = None):
         from accelerate.utils import DistributedType
 
-        self.accelerator, self.config, self.loaders = accelerator, config, loaders
-        self.steps_per_epoch = steps_per_epoch
+        from tpu_helpers.banking77.evaluation import check_evaluation_plan
+
+        self.accelerator, self.config = accelerator, config
+        self.report_path = report_path or getattr(config, "report_path", None)
+        self.progress = getattr(config, "progress", True)
+        self.timeout_s = getattr(config, "replica_timeout_s", 300.0)
         self.n_proc, self.main = accelerator.num_processes, accelerator.is_main_process
+        self.steps_per_epoch = len(train_dl) // self.n_proc  # each replica's share of the batches
         self.on_xla = accelerator.distributed_type == DistributedType.XLA
+        self.eval_order = evaluation_order(eval_dl)
+        # on the host, before any training: the evaluation gives every test row exactly once
+        check_evaluation_plan(eval_dl, len(eval_dl.dataset), self.n_proc, self.eval_order)
+        self.train_collate = train_dl.collate_fn = CountingCollate(train_dl.collate_fn)
+        self.eval_collate = eval_dl.collate_fn = CountingCollate(eval_dl.collate_fn)
         if self.n_proc > 1:  # before the first step: do all replicas plan the same batches? (`replicas`)
             from tpu_helpers.banking77.replicas import check_plans_agree, planned_steps
 
-            mine = planned_steps(loaders.train.batch_sampler, config.epochs, steps_per_epoch)
-            check_plans_agree(accelerator, mine, config.replica_timeout_s)
+            mine = planned_steps(train_dl.batch_sampler, config.epochs, self.steps_per_epoch)
+            check_plans_agree(accelerator, mine, self.timeout_s)
         self.compilations_before = self._compilations()
         self.step_shapes: list[list[int]] = []  # [rows, padded length] of each training step of this replica
         self.epochs: list[EpochStats] = []
         self.predictions, self.references, self._loss_read, self.epoch = [], [], 0.0, 1
-        self.loaders.train_collate.reset()
         self._counters = self._start_counters()
 
     def _compilations(self) -> int | None:  # UncachedCompile so far (None off XLA)
@@ -128,15 +168,15 @@ class RunLog:
         if self.n_proc > 1:  # gloo: a replica still busy with a step the others do not take is named, not waited for
             from tpu_helpers.banking77.replicas import wait_for_all
 
-            wait_for_all(self.accelerator, f"the end of epoch {self.epoch}'s training", self.config.replica_timeout_s)
+            wait_for_all(self.accelerator, f"the end of epoch {self.epoch}'s training", self.timeout_s)
         total = float((self.accelerator.reduce(loss_sum, reduction="sum") if self.n_proc > 1 else loss_sum).item())
         self._mean_loss = (total - self._loss_read) / (self.steps_per_epoch * self.n_proc)
         self._loss_read = total
         self._train_seconds = time.perf_counter() - self._start
         self._train_xla = self._counters.update().as_dict() if self._counters else None
-        self._train_tokens = self.loaders.train_collate.stats()
-        self.step_shapes += [list(shape) for shape in self.loaders.train_collate.sequence]
-        self.loaders.eval_collate.reset()
+        self._train_tokens = self.train_collate.stats()
+        self.step_shapes += [list(shape) for shape in self.train_collate.sequence]
+        self.eval_collate.reset()
         self._counters = self._start_counters()
 
     def end_epoch(self, predictions, labels) -> EpochStats:
@@ -146,8 +186,8 @@ class RunLog:
         from tpu_helpers.banking77.evaluation import weighted_f1
 
         preds, refs = np.asarray(predictions), np.asarray(labels)
-        if self.loaders.eval_order is not None:  # bucketed evaluation runs in length order: back to the test order
-            back = np.argsort(np.asarray(self.loaders.eval_order))
+        if self.eval_order is not None:  # bucketed evaluation runs in length order: back to the test order
+            back = np.argsort(np.asarray(self.eval_order))
             preds, refs = preds[back], refs[back]
         self.predictions, self.references = preds.tolist(), refs.tolist()
         samples = self.steps_per_epoch * self.config.batch_size * self.n_proc
@@ -155,13 +195,13 @@ class RunLog:
             epoch=self.epoch, loss=self._mean_loss, f1=weighted_f1(self.predictions, self.references),
             train_samples=samples, train_seconds=self._train_seconds, samples_per_second=samples / self._train_seconds,
             train_xla=self._train_xla, eval_xla=self._counters.update().as_dict() if self._counters else None,
-            train_tokens=self._train_tokens, eval_tokens=self.loaders.eval_collate.stats())
+            train_tokens=self._train_tokens, eval_tokens=self.eval_collate.stats())
         self.epochs.append(stats)
-        if self.main and self.config.progress:
+        if self.main and self.progress:
             print(f"epoch {stats.epoch}: loss {stats.loss:.4f}  {stats.samples_per_second:.1f} samples/s  "
                   f"{stats.tokens_per_real_token:.2f} tokens per real token  ({stats.train_seconds:.1f} s training)")
         self.epoch += 1
-        self.loaders.train_collate.reset()
+        self.train_collate.reset()
         self._counters = self._start_counters()
         return stats
 
@@ -186,6 +226,6 @@ class RunLog:
             predictions=self.predictions, references=self.references, padding=config.padding,
             boundaries=list(config.boundaries) if config.boundaries else None,
             replica_weights=replica_weights, replica_steps=replica_steps)
-        if config.report_path:
-            report.save(config.report_path)
+        if self.report_path:
+            report.save(self.report_path)
         return report

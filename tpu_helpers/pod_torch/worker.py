@@ -125,11 +125,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if on_tpu:  # a TPU VM worker: notebook 05's own launch cell, torch_xla.launch: a process per chip
             from tpu_helpers.banking77 import launch
-            from tpu_helpers.banking77.lesson_cells import launch_training
 
             plan = launch.plan_launch()
             launch.prepare_environment(plan)
-            launch_training(train_and_save, fn_args, plan)
+            launch.launch_checked(train_and_save, fn_args, plan)
         else:  # this process is one of torchrun's: the process group with a timeout on its collectives, then train
             if "WORLD_SIZE" in os.environ and not dist.is_initialized():
                 dist.init_process_group("gloo", timeout=timedelta(seconds=args.timeout))

@@ -13,8 +13,6 @@ import os
 import torch.distributed as dist
 from torch.utils.data import DataLoader
 
-from tpu_helpers.banking77.replicas import ReplicaMismatchError
-
 
 def check_one_device_per_process():
     """Refuse a process that drives several TPU devices (a v2/v3: a thread per TensorCore): see ReplicaShard."""
@@ -22,10 +20,11 @@ def check_one_device_per_process():
         import torch_xla.runtime as xr
 
         if (n := xr.addressable_device_count()) > 1:
-            raise ReplicaMismatchError(
+            raise RuntimeError(
                 f"this process drives {n} TPU devices, one thread each (a TPU v2 or v3). torch_xla's ordinal is "
                 "per thread, and the loader's own thread has none: every replica of this process would train the "
-                "same share. Set TPU_DEVICES = 1 in the parameters, or use a TPU v4 or later (one device per process).")
+                "same share. Train one device (TPU_DEVICES = 1 in the notebook, --devices 1 in the script), or "
+                "use a TPU v4 or later (one device per process).")
 
 
 def replica_rank():
@@ -57,8 +56,8 @@ class ReplicaShard:
     def __iter__(self):
         batches = list(self.batch_sampler)  # indices only: cheap, and the step count is known before step 1
         if len(batches) % self.num_replicas:
-            raise ReplicaMismatchError(f"{len(batches)} batches are not a multiple of {self.num_replicas} replicas: "
-                                       "the last step would leave replicas without a batch while the others wait")
+            raise ValueError(f"{len(batches)} batches are not a multiple of {self.num_replicas} replicas: the "
+                             "last step would leave replicas without a batch while the others wait")
         self.yielded = batches[replica_rank()::self.num_replicas]  # the rank of the process that iterates
         return iter(self.yielded)
 
@@ -174,3 +173,67 @@ def xla_trainer(model, train_dataset, tokenizer, output_dir, *, batch_size, max_
         seed=seed, report_to="none", save_strategy="no", logging_strategy="no")
     collator = DataCollatorWithPadding(tokenizer, padding="max_length", max_length=max_length)  # one length
     return Trainer(model=model, args=args, train_dataset=train_dataset, data_collator=collator, callbacks=list(callbacks))
+
+
+# ---- notebooks/07_trainers_lightning_hf.ipynb, cell 37: main
+# in the section "5 · The same lesson as a script"
+import argparse
+
+from sklearn.metrics import f1_score
+from transformers import AutoTokenizer
+
+from tpu_helpers.banking77.lesson_cells import (
+    TrainConfig,
+    choose_boundaries,
+    make_loaders,
+    make_model,
+    read_banking77,
+    scaled_learning_rate,
+    tokenize,
+)
+
+
+def main(argv=None):
+    """Fine-tune a BERT on BANKING77 with Lightning and length buckets: notebook 07's section 2 as a script."""
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--model", default="bert-base-uncased", help="a Hub name or a local model folder")
+    parser.add_argument("--data-dir", help="a folder with BANKING77's train.csv and test.csv (default: the Hub)")
+    parser.add_argument("--layers", type=int, help="keep only the model's first N layers (a quick try)")
+    parser.add_argument("--max-length", type=int, default=128, help="queries are cut at this many tokens")
+    parser.add_argument("--max-buckets", type=int, default=3, help="bucket lengths (one graph each)")
+    parser.add_argument("--batch-size", type=int, default=32, help="per replica")
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--accelerator", default="tpu", help="Lightning's accelerator: tpu, or cpu for a quick try")
+    parser.add_argument("--devices", default="auto", help="Lightning's devices: auto (every TPU device), 1, 8")
+    parser.add_argument("--learning-rate", type=float, help="default: 3e-4 at a global batch of 256, scaled")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+
+    data = read_banking77(args.data_dir)
+    tokenizer = AutoTokenizer.from_pretrained(args.model)
+    encoded = tokenize(data, tokenizer, args.max_length)
+    boundaries = choose_boundaries([len(x) for x in encoded["train"]["input_ids"]], args.max_length, args.max_buckets)
+    layers = {"num_hidden_layers": args.layers} if args.layers else {}
+    model = make_model(args.model, data["train"].features["label"].names, seed=args.seed, **layers)
+    L.seed_everything(args.seed, verbose=False)
+    devices = int(args.devices) if args.devices.isdigit() else args.devices
+    trainer = L.Trainer(accelerator=args.accelerator, devices=devices, max_epochs=args.epochs, logger=False,
+                        use_distributed_sampler=False,  # ReplicaShard gives each replica its share
+                        enable_checkpointing=False, enable_model_summary=False, enable_progress_bar=False)
+    replicas = trainer.num_devices
+    lr = args.learning_rate or scaled_learning_rate(3e-4, 256, args.batch_size * replicas)
+    config = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, eval_batch_size=2 * args.batch_size,
+                         padding="buckets", boundaries=boundaries, max_length=args.max_length, seed=args.seed)
+    train_dl, test_dl = make_loaders(encoded["train"], encoded["test"], config, tokenizer, num_replicas=replicas)
+    module = IntentClassifier(model, lr)
+    trainer.fit(module, shard_loader(train_dl, replicas))
+    trainer.test(module, shard_loader(test_dl, replicas), verbose=False)
+    if trainer.is_global_zero:  # the predictions in the global batches' order; the last batch's repeats cut
+        if replicas == 1:
+            predictions = torch.cat(module.predictions).cpu()
+        else:
+            predictions = interleave(module.gathered.cpu(), config.eval_batch_size)
+        order = [int(i) for b in test_dl.batch_sampler.plan(0) for i in b.indices[:b.real_rows]]
+        labels = encoded["test"].select(order)["labels"]
+        f1 = f1_score(labels, predictions[:len(order)].tolist(), average="weighted", zero_division=0)
+        print(f"weighted F1 {f1:.3f} on {len(order):,} test queries ({replicas} replica(s), buckets {boundaries})")

@@ -53,14 +53,13 @@ def main(n: int, plant: str, report_path: str, timeout_s: float) -> None:
         on_replica_1 = dist.get_rank() == 1  # debug_launcher sets up the process group before the function
         if on_replica_1 and plant == "other_shape":
             config = dataclasses.replace(config, boundaries=(config.max_length,))
-        loaders = real_make_loaders(train_ds, eval_ds, config, tokenizer, num_replicas)
+        train, evaluation = real_make_loaders(train_ds, eval_ds, config, tokenizer, num_replicas)
         if on_replica_1 and plant.startswith("extra_batch"):
             from torch.utils.data import DataLoader
 
-            train = DataLoader(loaders.train.dataset, batch_sampler=_OneMoreGlobalBatch(loaders.train.batch_sampler),
-                               collate_fn=loaders.train.collate_fn)
-            loaders = loaders._replace(train=train)
-        return loaders
+            train = DataLoader(train.dataset, batch_sampler=_OneMoreGlobalBatch(train.batch_sampler),
+                               collate_fn=train.collate_fn)
+        return train, evaluation
 
     fn.__globals__["make_loaders"] = planted_make_loaders
     if plant == "extra_batch_unchecked":

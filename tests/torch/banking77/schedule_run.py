@@ -80,10 +80,10 @@ def variant(option: str):
 class Probe:
     """The training function's ``log``: per epoch the compilations, uploads and seconds of its training steps."""
 
-    def __init__(self, accelerator, config, loaders, steps_per_epoch):
+    def __init__(self, accelerator, config, train_dl, eval_dl):
         from tpu_helpers.xla_torch.counters import snapshot
 
-        self.snapshot, self.steps, self.epochs, self.loss_total = snapshot, steps_per_epoch, [], 0.0
+        self.snapshot, self.steps, self.epochs, self.loss_total = snapshot, len(train_dl), [], 0.0
         self._start()
 
     def _start(self):

@@ -18,8 +18,8 @@ from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from torch.utils.data import DataLoader  # noqa: E402
 
-from tpu_helpers.banking77.buckets import BucketBatchSampler  # noqa: E402
 from tpu_helpers.banking77.evaluation import check_evaluation_plan, rows_still_due  # noqa: E402
+from tpu_helpers.banking77.lesson_cells import BucketBatchSampler  # noqa: E402
 
 
 @st.composite

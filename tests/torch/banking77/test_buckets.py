@@ -1,4 +1,4 @@
-"""Length buckets (tpu_helpers.banking77.buckets): the sampler's plan, the replicas' shapes, the collator. (The
+"""Length buckets (notebook 05's sampler and collator, `lesson_cells`): the sampler's plan, the replicas' shapes, the collator. (The
 boundaries themselves: tests/common/shared/test_boundaries.py.)
 
 torch and transformers are imported inside the tests (pytest may also import TensorFlow test modules); no XLA.
@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from course_support import banking77 as support
 
-from tpu_helpers.banking77 import buckets
-from tpu_helpers.banking77.buckets import BucketBatchSampler, BucketError
+from tpu_helpers.banking77 import lesson_cells as buckets
+from tpu_helpers.banking77.lesson_cells import BucketBatchSampler
 from tpu_helpers.shared.boundaries import choose_boundaries
 
 pytest.importorskip("torch")
@@ -111,7 +111,9 @@ def test_data_loader_with_the_collator_gives_static_tensors():
     ds = Dataset.from_dict({**enc, "labels": list(range(len(texts)))})
     lens = [len(x) for x in enc["input_ids"]]
     bounds = choose_boundaries(lens, 32, max_buckets=3)
-    collate = buckets.BucketCollator(tok)
+    from tpu_helpers.banking77.run_log import CountingCollate
+
+    collate = CountingCollate(buckets.BucketCollator(tok))  # as the course's RunLog counts
     s = BucketBatchSampler(lens, 16, bounds, shuffle=False)
     dl = DataLoader(buckets.BucketedDataset(ds), batch_sampler=s, collate_fn=collate)
     seen = []
@@ -136,9 +138,9 @@ def test_collator_refuses_rows_longer_than_their_bucket_and_mixed_lengths():
     tok = dataset.train_wordpiece_tokenizer(["a b c d e f g h"] * 5, vocab_size=50)
     row = dict(tok("a b c d e f g h"))
     collate = buckets.BucketCollator(tok)
-    with pytest.raises(BucketError, match="more than the padded length 4"):
+    with pytest.raises(ValueError, match="more than the padded length 4"):
         collate([(row, 4)])
-    with pytest.raises(BucketError, match="several padded lengths"):
+    with pytest.raises(ValueError, match="several padded lengths"):
         collate([(row, 16), (row, 24)])
     fixed = buckets.BucketCollator(tok, fixed_length=12)
     assert tuple(fixed([row, row])["input_ids"].shape) == (2, 12)
@@ -155,9 +157,9 @@ def test_plan_counts_tokens_and_shapes():
 
 
 def test_bad_settings_get_clear_errors():
-    with pytest.raises(BucketError, match="more than the largest bucket"):
+    with pytest.raises(ValueError, match="more than the largest bucket"):
         BucketBatchSampler([40], 1, BOUNDS)
-    with pytest.raises(BucketError, match="fewer than one global batch"):
+    with pytest.raises(ValueError, match="fewer than one global batch"):
         BucketBatchSampler([5] * 10, 8, BOUNDS, num_replicas=2)
 
 

@@ -23,7 +23,8 @@ import numpy as np  # noqa: E402
 from tpu_helpers.banking77 import dataset, launch  # noqa: E402
 from tpu_helpers.banking77.config import TrainConfig  # noqa: E402
 from tpu_helpers.banking77.evaluation import check_evaluation_plan  # noqa: E402
-from tpu_helpers.banking77.loaders import make_loaders  # noqa: E402
+from tpu_helpers.banking77.lesson_cells import make_loaders  # noqa: E402
+from tpu_helpers.banking77.run_log import evaluation_order  # noqa: E402
 
 N_TEST = 3080  # BANKING77's test split
 MAX_LENGTH = 64
@@ -70,7 +71,8 @@ def test_real_size_evaluation_gives_one_prediction_per_row_in_order(data, paddin
     reset_accelerate()
     try:
         accelerator = Accelerator()
-        _, eval_dl, _, _, order = make_loaders(train, test, config, tok)
+        _, eval_dl = make_loaders(train, test, config, tok)
+        order = evaluation_order(eval_dl)
         want = list(range(N_TEST)) if order is None else order
         assert sorted(want) == list(range(N_TEST))
         assert check_evaluation_plan(eval_dl, N_TEST, 1, order) == -(-N_TEST // 64)  # 49 batches

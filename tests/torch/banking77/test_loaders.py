@@ -10,7 +10,8 @@ pytest.importorskip("transformers")
 
 from tpu_helpers.banking77 import dataset  # noqa: E402
 from tpu_helpers.banking77.config import TrainConfig  # noqa: E402
-from tpu_helpers.banking77.loaders import make_loaders  # noqa: E402
+from tpu_helpers.banking77.lesson_cells import make_loaders  # noqa: E402
+from tpu_helpers.banking77.run_log import CountingCollate  # noqa: E402
 
 BOUNDS, MAX_LENGTH, BATCH = (16, 32, 48), 64, 8
 
@@ -29,17 +30,18 @@ def eval_shapes(test_lengths, seed=0):
     train = rows(tok, rng.integers(4, 49, 200), rng)  # every training query fits the largest bucket
     config = TrainConfig(batch_size=BATCH, eval_batch_size=2 * BATCH, padding="buckets", boundaries=BOUNDS,
                          max_length=MAX_LENGTH)
-    loaders = make_loaders(train, rows(tok, test_lengths, rng), config, tok)
-    for _ in loaders.eval:  # the collator counts each batch's shape
+    _, eval_dl = make_loaders(train, rows(tok, test_lengths, rng), config, tok)
+    eval_dl.collate_fn = counted = CountingCollate(eval_dl.collate_fn)  # as RunLog counts each batch's shape
+    for _ in eval_dl:
         pass
-    return loaders.eval_collate.stats()["shapes"], loaders
+    return counted.stats()["shapes"], eval_dl
 
 
 def test_evaluation_pads_to_the_training_buckets_only():
     lengths = np.random.default_rng(1).integers(4, 49, 100).tolist()  # no test query longer than 48
     shapes, loaders = eval_shapes(lengths)
     assert {int(s.split("x")[1]) for s in shapes} == set(BOUNDS), shapes  # the 48 bucket evaluates too
-    assert loaders.eval.batch_sampler.boundaries == BOUNDS
+    assert loaders.batch_sampler.boundaries == BOUNDS
 
 
 def test_only_the_batch_with_a_query_longer_than_every_bucket_pads_to_max_length_and_meets_all_four_lengths():

@@ -11,7 +11,8 @@ pytest.importorskip("torch_xla")
 pytest.importorskip("accelerate")
 
 from tpu_helpers.banking77 import dataset, launch  # noqa: E402
-from tpu_helpers.banking77.config import TrainConfig, scaled_learning_rate  # noqa: E402
+from tpu_helpers.banking77.config import TrainConfig  # noqa: E402
+from tpu_helpers.banking77.lesson_cells import scaled_learning_rate  # noqa: E402
 from tpu_helpers.core.runtime import Runtime  # noqa: E402
 from tpu_helpers.shared.boundaries import choose_boundaries  # noqa: E402
 

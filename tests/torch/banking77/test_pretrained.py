@@ -25,9 +25,8 @@ import numpy as np  # noqa: E402
 from course_support.banking77 import run_as_notebook  # noqa: E402
 
 from tpu_helpers.banking77 import dataset, launch  # noqa: E402
-from tpu_helpers.banking77.buckets import BucketBatchSampler  # noqa: E402
 from tpu_helpers.banking77.config import TrainConfig  # noqa: E402
-from tpu_helpers.banking77.lesson_cells import training_function  # noqa: E402  (notebook 05's cell)
+from tpu_helpers.banking77.lesson_cells import BucketBatchSampler, training_function  # noqa: E402
 from tpu_helpers.core.runtime import Runtime  # noqa: E402
 
 CHECKPOINT = str(Path(checkpoint_package.__file__).parent / "model")

@@ -16,9 +16,9 @@ pytest.importorskip("torch_xla")
 pytest.importorskip("accelerate")
 
 from tpu_helpers.banking77 import dataset, launch  # noqa: E402
-from tpu_helpers.banking77.config import TrainConfig, scaled_learning_rate  # noqa: E402
+from tpu_helpers.banking77.config import TrainConfig  # noqa: E402
 from tpu_helpers.banking77.evaluation import weighted_f1  # noqa: E402
-from tpu_helpers.banking77.loaders import make_loaders  # noqa: E402
+from tpu_helpers.banking77.lesson_cells import make_loaders, scaled_learning_rate  # noqa: E402
 from tpu_helpers.banking77.run_log import TrainReport  # noqa: E402
 from tpu_helpers.core.runtime import Runtime  # noqa: E402
 from tpu_helpers.shared.boundaries import choose_boundaries  # noqa: E402
@@ -113,7 +113,7 @@ def test_gather_for_metrics_keeps_the_repeats_of_a_small_set_on_xla_so_the_loop_
     from accelerate import Accelerator
     from torch.utils.data import DataLoader
 
-    from tpu_helpers.banking77.buckets import BucketBatchSampler, BucketCollator, BucketedDataset
+    from tpu_helpers.banking77.lesson_cells import BucketBatchSampler, BucketCollator, BucketedDataset
     data, tok, enc, bounds = tiny
     reset_accelerate()
     try:
@@ -155,16 +155,16 @@ def test_a_second_in_process_launch_works_with_fixed_length_padding_and_an_outsi
 
 def test_bad_settings_are_clear_errors(tiny):
     _, tok, enc, _ = tiny
-    with pytest.raises(ValueError, match="choose one of buckets, max_length"):
+    with pytest.raises(ValueError, match="choose 'buckets' or 'max_length'"):
         make_loaders(enc["train"], enc["test"], TrainConfig(padding="longest"), tok)
-    with pytest.raises(ValueError, match="needs the tokenizer"):
-        make_loaders(enc["train"], enc["test"], TrainConfig(padding="buckets"), None)
+    with pytest.raises(ValueError, match="needs boundaries up to max_length"):
+        make_loaders(enc["train"], enc["test"], TrainConfig(padding="buckets"), tok)
 
 
 def test_too_small_training_set_is_a_clear_error(tiny):
-    _, _, enc, _ = tiny
+    _, tok, enc, _ = tiny
     with pytest.raises(ValueError, match="smaller than one batch"):
-        make_loaders(enc["test"].select(range(10)), enc["test"], TrainConfig(batch_size=32))
+        make_loaders(enc["test"].select(range(10)), enc["test"], TrainConfig(batch_size=32), tok)
 
 
 def test_linear_scaling_rule_scales_the_learning_rate_with_the_global_batch():

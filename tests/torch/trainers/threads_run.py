@@ -17,7 +17,6 @@ def main() -> None:
     from torch_xla._internal import pjrt
 
     from tpu_helpers.banking77.lesson_cells import BucketBatchSampler
-    from tpu_helpers.banking77.replicas import ReplicaMismatchError
     from tpu_helpers.trainers.lesson_cells import check_one_device_per_process
 
     def in_loader_thread(fn):
@@ -32,7 +31,7 @@ def main() -> None:
         try:
             check_one_device_per_process()
             refusal = ""
-        except ReplicaMismatchError as e:
+        except RuntimeError as e:
             refusal = str(e)
         sampler = BucketBatchSampler(list(range(4, 36)) * 4, 4, (16, 32, 40), num_replicas=2, shuffle=True, seed=0)
         shard = BatchSamplerShard(sampler, num_processes=2, process_index=ordinal)  # what accelerate.prepare builds
