@@ -183,7 +183,8 @@ if os.environ.get("COLAB_RELEASE_TAG") or os.environ.get("KAGGLE_KERNEL_RUN_TYPE
         print("Not expected: pip reports a conflict among the course's own packages (please report it with this "
               "cell's output):", *ours, sep="\\n")
     print(f"Installed for a {accelerator.upper()} runtime. If pip replaced a package that was already imported, "
-          "restart the runtime (Colab: Runtime > Restart session) and run from the top.")
+          "restart the runtime (Colab: Runtime > Restart session; Kaggle: Run > Restart & clear cell outputs) and run "
+          "from the top.")
 else:
     print("Not on Colab/Kaggle: nothing to install (./course set up the pinned environment).")
 '''.strip("\n")

