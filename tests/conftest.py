@@ -92,6 +92,10 @@ REHEARSALS = {
     "tests/torch/banking77/test_replicas.py::test_replicas_train_as_one": "notebook 05's training in several processes",
     "tests/torch/trainers/test_replicas.py::test_forked_replicas": "Lightning's replicas forked on the CPU",
     "tests/torch/banking77/test_schedule_graphs.py": "notebook 05's training on the tpu profile's schedule (3 epochs)",
+    "tests/torch/banking77/test_pretrained.py::test_real_pretrained_weights_train_within_notebook_05s_compile_budget":
+        "notebook 05's training function on the real MiniLM weights (two minutes)",
+    "tests/torch/banking77/test_precision.py::test_bf16_autocast_applies_the_tpu_profiles_small_updates_like_float32":
+        "bf16 autocast on the tpu profile's small updates (a minute)",
     "tests/torch/trainers/test_schedule_graphs.py": "Lightning on the tpu profile's schedule (3 epochs)",
     "tests/hosted/": "the hosted images (Colab TPU/CPU/GPU, Kaggle TPU) rebuilt and their notebooks run",
 }
