@@ -8,7 +8,7 @@
   records first, one ``tf.io.parse_example`` per batch, TF-native masking.
 
 The same 20,000 blocks of 128 random ids (``--quick``: 4,000), batch 64, the same masking statistics; each
-pipeline is built once and then measured in interleaved rounds (`tpu_helpers.mlm.claims.compare_pipelines`).
+pipeline is built once and then measured in interleaved rounds (`tpu_helpers.mlm.measures.compare_pipelines`).
 """
 from __future__ import annotations
 
@@ -46,7 +46,6 @@ def run(quick: bool) -> Benchmark:
     frameworks.use_framework("tf")
     import numpy as np
 
-    from tpu_helpers.mlm.claims import compare_pipelines
     from tpu_helpers.mlm.lesson_cells import (
         SPECIAL_TOKENS,
         MaskingSpec,
@@ -55,6 +54,7 @@ def run(quick: bool) -> Benchmark:
         to_tf_dataset_baseline,
         write_shards,
     )
+    from tpu_helpers.mlm.measures import compare_pipelines
 
     records = 4_000 if quick else 20_000
     rounds, seconds = (2, 0.5) if quick else (5, 2.0)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tpu_helpers.mlm.claims import compare_pipelines
 from tpu_helpers.mlm.corpus import load_course_corpus
 from tpu_helpers.mlm.lesson_cells import (
     MaskedAccuracy,
@@ -20,6 +19,7 @@ from tpu_helpers.mlm.lesson_cells import (
     train_unigram_tokenizer,
     write_shards,
 )
+from tpu_helpers.mlm.measures import compare_pipelines
 
 BLOCK = 128
 SPEC = MaskingSpec(mask_token_id=4, vocab_size=500, special_ids=(0, 1, 2, 3, 4), pad_token_id=1)

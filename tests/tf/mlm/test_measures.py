@@ -1,11 +1,11 @@
-"""tpu_helpers.mlm.claims: the unigram entropy notebook 04 compares with, the context shuffle, the size note."""
+"""tpu_helpers.mlm.measures: the unigram entropy notebook 04 compares with, the context shuffle, the size note."""
 import math
 
 import numpy as np
 import pytest
 
-from tpu_helpers.mlm import claims
-from tpu_helpers.mlm.claims import (
+from tpu_helpers.mlm import measures
+from tpu_helpers.mlm.measures import (
     CONTEXT_BLOCKS_MEASURED,
     frequency_only_note,
     scramble_context,
@@ -53,7 +53,7 @@ def test_masked_loss_measures_the_labelled_positions_and_refuses_a_batch_too_lar
     refused with what to pass instead, not computed on the host."""
     from transformers import RobertaConfig, TFRobertaForMaskedLM
 
-    from tpu_helpers.mlm.claims import masked_loss
+    from tpu_helpers.mlm.measures import masked_loss
 
     config = RobertaConfig(vocab_size=50, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
                            intermediate_size=32, max_position_embeddings=20)
@@ -68,7 +68,7 @@ def test_masked_loss_measures_the_labelled_positions_and_refuses_a_batch_too_lar
     want = float(np.asarray(per_token)[labels != -100].mean())
     assert masked_loss(model, batch) == pytest.approx(want, rel=1e-5)
     assert masked_loss(model, batch, only_input=4) == pytest.approx(want, rel=1e-5)  # every label is a <mask> here
-    monkeypatch.setattr(claims, "MAX_LOGITS", 2 * 16 * 50)
+    monkeypatch.setattr(measures, "MAX_LOGITS", 2 * 16 * 50)
     with pytest.raises(ValueError, match=r"6 x 16 x 50 = 4,800 logits.*at most 2 rows"):
         masked_loss(model, batch)
     assert masked_loss(model, {k: v[:2] for k, v in batch.items()}) > 0
