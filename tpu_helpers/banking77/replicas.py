@@ -93,7 +93,7 @@ def wait_for_all(accelerator: Any, where: str, timeout_s: float) -> None:
         raise mismatch from None
 
 
-def weights_digest(model: Any) -> int:
+def torch_weights_digest(model: Any) -> int:
     """`core.digests.weights_digest` of a torch model's named parameters (read to the host: call it after training)."""
     return digests.weights_digest((name, p.detach().float().cpu().contiguous().numpy())
                                   for name, p in model.named_parameters())

@@ -51,7 +51,7 @@ class TrainReport:
     padding: str = "max_length"
     boundaries: list[int] | None = None
     # several replicas: what each one did, gathered at the end (one entry per replica, replica 0 first)
-    replica_weights: list[int] = field(default_factory=list)  # `replicas.weights_digest` of its model after training
+    replica_weights: list[int] = field(default_factory=list)  # `replicas.torch_weights_digest` of its model after training
     replica_steps: list[list[list[int]]] = field(default_factory=list)  # [rows, padded length] of each training step
 
     @property
@@ -207,14 +207,14 @@ class RunLog:
 
     def report(self, model=None) -> TrainReport | None:
         """The report on the main process (also saved to ``config.report_path``), else None; every replica calls it."""
-        from tpu_helpers.banking77.replicas import gather_plans, weights_digest
+        from tpu_helpers.banking77.replicas import gather_plans, torch_weights_digest
 
         acc, config = self.accelerator, self.config
         after = self._compilations()  # the report's own gathers below are not the training's graphs
         compilations = None if after is None else after - self.compilations_before
         gather = (lambda t: acc.gather(t.to(acc.device)).cpu()) if self.n_proc > 1 else (lambda t: t)
         replica_steps = [[list(s) for s in rows] for rows in gather_plans(self.step_shapes, gather)]
-        digest = [[weights_digest(acc.unwrap_model(model))]] if model is not None else []
+        digest = [[torch_weights_digest(acc.unwrap_model(model))]] if model is not None else []
         replica_weights = [rows[0][0] for rows in gather_plans(digest, gather, 1) if rows]
         if not self.main:
             return None

@@ -16,7 +16,7 @@ from tpu_helpers.pod.hosts import lost_host
 from tpu_helpers.pod.lesson_cells import make_dataset_fn, make_strategy, make_train_step  # notebook 08's cell
 
 
-def weights_digest(variables: Sequence[Any]) -> int:
+def tf_weights_digest(variables: Sequence[Any]) -> int:
     """`core.digests.weights_digest` of TF variables, names without Keras's numbered top scope."""
     return digests.weights_digest((v.name.split("/", 1)[-1], v.numpy()) for v in variables)
 
@@ -82,7 +82,7 @@ def train(job: dict[str, Any], strategy, *, steps: int, report_dir: str | None) 
     report = {"task": task, "chief": chief, "input_contexts": contexts, "rows_per_step": rows_per_step,
               "replicas_in_sync": strategy.num_replicas_in_sync, "local_replicas": len(strategy.extended.worker_devices),
               "global_rows_per_step": global_rows, "losses": losses, "sources": sources,
-              "weights_digest": weights_digest(model.variables), "checkpoint": saved if chief else None, "log": log_path,
+              "weights_digest": tf_weights_digest(model.variables), "checkpoint": saved if chief else None, "log": log_path,
               "discarded_checkpoint": None if chief else saved}
     if report_dir:
         write_json_atomic(os.path.join(report_dir, f"host-{task}.json"), report)
@@ -93,7 +93,7 @@ def restore_digest(job: dict[str, Any], checkpoint: str) -> int:
     """Build the model afresh (no strategy), restore `checkpoint` into it, return its `weights_digest`."""
     model = build_model(job, int(job["seed"]) + 1)  # other initial weights: only the restore can match
     import_tensorflow().train.Checkpoint(model=model).read(checkpoint).expect_partial().assert_existing_objects_matched()
-    return weights_digest(model.variables)
+    return tf_weights_digest(model.variables)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

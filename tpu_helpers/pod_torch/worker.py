@@ -42,10 +42,10 @@ def restore(folder: str) -> dict:
     """Load a saved model in this (fresh) process: its digest and parameter count."""
     from transformers import AutoModelForSequenceClassification
 
-    from tpu_helpers.banking77.replicas import weights_digest
+    from tpu_helpers.banking77.replicas import torch_weights_digest
 
     model = AutoModelForSequenceClassification.from_pretrained(folder)
-    return {"weights_digest": weights_digest(model), "parameters": sum(p.numel() for p in model.parameters())}
+    return {"weights_digest": torch_weights_digest(model), "parameters": sum(p.numel() for p in model.parameters())}
 
 
 def train_and_save(model, train_ds, eval_ds, config, tokenizer, save: str | None, report: str | None) -> None:
@@ -54,7 +54,7 @@ def train_and_save(model, train_ds, eval_ds, config, tokenizer, save: str | None
     from accelerate import PartialState
 
     from tpu_helpers.banking77.lesson_cells import training_function
-    from tpu_helpers.banking77.replicas import weights_digest
+    from tpu_helpers.banking77.replicas import torch_weights_digest
     from tpu_helpers.banking77.run_log import RunLog
 
     training_function(model, train_ds, eval_ds, config, tokenizer, RunLog)  # RunLog: the report notebook 08 reads
@@ -71,7 +71,7 @@ def train_and_save(model, train_ds, eval_ds, config, tokenizer, save: str | None
         write_json_atomic(os.path.join(report, f"rank-{state.process_index}.json"), {
             "rank": state.process_index, "world_size": state.num_processes, "pid": os.getpid(),
             "node_rank": int(os.environ.get("GROUP_RANK", 0)), "local_world_size": int(os.environ.get("LOCAL_WORLD_SIZE", 1)),
-            "is_main_process": state.is_main_process, "saved": saved, "weights_digest": weights_digest(model),
+            "is_main_process": state.is_main_process, "saved": saved, "weights_digest": torch_weights_digest(model),
             "distributed_type": str(state.distributed_type.value),
             "backend": dist.get_backend() if dist.is_initialized() else None})
 
