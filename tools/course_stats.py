@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DETOURS = re.compile(r"^## Why\?", re.M)
 CHECKS = {"check", "measure"}
 NOT_COUNTED = {"install", "parameters"}
-KINDS = {"save", "exercise", "exercise-check"} | CHECKS | NOT_COUNTED  # a cell with none of these is lesson by default
+KINDS = {"save", "script", "exercise", "exercise-check"} | CHECKS | NOT_COUNTED  # a cell with none of these is lesson by default
 LONG_SENTENCE = 40
 # what prose counting leaves out: fenced code, tables, list items, headings, images, HTML comments
 FENCE = re.compile(r"^```.*?^```", re.M | re.S)

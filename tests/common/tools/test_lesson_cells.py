@@ -132,15 +132,19 @@ def test_an_internal_import_is_found_and_an_earlier_lesson_is_allowed():
     assert len(lesson_cells.internal_imports(nb, set())) == 3
 
 
-def test_an_example_runs_the_earlier_lessons_script_and_needs_a_main():
-    cell = nbformat.v4.new_code_cell("from tpu_helpers.a.lesson_cells import f\n\n\ndef main(argv=None):\n    f()\n",
-                                     metadata={"tags": ["save"]})
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# B"), cell],
+def test_an_example_runs_the_earlier_lessons_script_and_its_main_stays_out_of_the_module():
+    saved = nbformat.v4.new_code_cell("from tpu_helpers.a.lesson_cells import f\n\n\ndef g():\n    f()\n",
+                                      metadata={"tags": ["save"]})
+    entry = nbformat.v4.new_code_cell("def main(argv=None):\n    g()\n", metadata={"tags": ["script"]})
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# B"), saved, entry],
                                   metadata={"tpu_course": {"package": "tpu_helpers.b", "example": "b_script"}})
     text = lesson_cells.render_example(nb, "02_b.ipynb", {"tpu_helpers.a": "a_script"})
     assert "from a_script import f" in text and "from tpu_helpers" not in text and text.endswith("    main()\n")
+    assert "def g()" in text and "def main(" in text
+    module = lesson_cells.render(nb, "02_b.ipynb")
+    assert "def g()" in module and "def main(" not in module  # an entry point has no place in the wheel
     with pytest.raises(lesson_cells.LessonCellError, match="names no example"):
         lesson_cells.render_example(nb, "02_b.ipynb", {"tpu_helpers.a": ""})
-    cell.source = "import os\n"
+    entry.source = "import os\n"
     with pytest.raises(lesson_cells.LessonCellError, match="defines main"):
         lesson_cells.render_example(nb, "02_b.ipynb", {"tpu_helpers.a": "a_script"})
