@@ -26,6 +26,11 @@
 * **A crash is a failure.** A pytest process killed by a signal (negative exit code: an abort, an out-of-memory
   kill, a segfault) or one that wrote no junit report fails the run, whatever it had counted.
 
+* **Side by side.** ``./course test`` runs its pytest processes two at a time on a machine with two cores or more
+  (``TPU_COURSE_TEST_JOBS`` sets how many; 1 streams each process's output as it comes). Each group's output is
+  printed whole when it ends, so the lines of two groups never mix. ``./course pytest`` and ``./course rehearse`` run
+  one group at a time.
+
 Extra arguments go to every pytest process (``./course test --durations=15`` lists the 15 slowest tests and
 notebook cells). The closing lines add up all groups and compare the command's time with its budget
 (`tools/run_budgets.py`: 12 minutes for ``./course test``, 27 for ``./course rehearse`` on the 2-core machine).
@@ -38,11 +43,14 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import xml.etree.ElementTree as ET
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+PRINTING = threading.Lock()  # one group's closing lines at a time
 
 from run_budgets import HOSTED_BUDGET_S, REHEARSALS_BUDGET_S, TOTAL_BUDGET_S, budget_flag  # noqa: E402  (tools/ is on sys.path)
 from stderr_check import pytest_command as stderr_checked_pytest  # noqa: E402
@@ -131,7 +139,9 @@ def isolate_notebooks(paths: list[str], tmp: Path) -> list[str]:
 
 
 def run_group(name: str, paths: list[str], argv: list[str], tmp: Path, i: int,
-              framework: str = "tf") -> tuple[int, dict[str, int] | None]:
+              framework: str = "tf", buffered: bool = False) -> tuple[int, dict[str, int] | None]:
+    """Run one pytest process; ``buffered`` (groups running side by side): its output is printed in one piece at its
+    end, so two groups' lines never interleave."""
     junit = tmp / f"group{i}.xml"
     notebooks = [p for p in paths if p.endswith(".ipynb")]
     if notebooks:
@@ -144,13 +154,21 @@ def run_group(name: str, paths: list[str], argv: list[str], tmp: Path, i: int,
     else:
         cwd = ROOT
         cmd = [*pytest_command(framework), *NBVAL, *paths, f"--junitxml={junit}", *argv]
-    print(f"\n=== {name}: {' '.join(Path(p).name for p in paths) if len(paths) < 12 else f'{len(paths)} files'}",
-          flush=True)
+    header = f"\n=== {name}: {' '.join(Path(p).name for p in paths) if len(paths) < 12 else f'{len(paths)} files'}"
+    print(header if not buffered else f"=== started: {name}", flush=True)
     start = time.perf_counter()
-    rc = subprocess.call(cmd, cwd=cwd)
-    print(f"=== {name}: exit {rc} in {time.perf_counter() - start:.0f} s", flush=True)
+    if buffered:
+        log = tmp / f"group{i}.log"
+        with open(log, "w") as out:
+            rc = subprocess.call(cmd, cwd=cwd, stdout=out, stderr=subprocess.STDOUT)
+        lines = [header, log.read_text(errors="replace").rstrip()]
+    else:
+        rc, lines = subprocess.call(cmd, cwd=cwd), []
+    lines.append(f"=== {name}: exit {rc} in {time.perf_counter() - start:.0f} s")
     if notebooks and stderr_report.exists():
-        print(stderr_summary(json.loads(stderr_report.read_text())), flush=True)
+        lines.append(stderr_summary(json.loads(stderr_report.read_text())))
+    with PRINTING:
+        print("\n".join(lines), flush=True)
     if not junit.exists():
         return rc, None
     totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
@@ -158,6 +176,38 @@ def run_group(name: str, paths: list[str], argv: list[str], tmp: Path, i: int,
         for key in totals:
             totals[key] += int(suite.get(key, 0))
     return rc, totals
+
+
+# seconds each group of ./course test took on the idle 2-core machine (2026-11-29): the longest start first
+EXPECTED_S = {"PyTorch/XLA unit tests": 344, "PyTorch/XLA notebooks": 329, "TensorFlow notebooks": 252,
+              "TensorFlow unit tests": 144, "framework-free unit tests": 90, "JAX unit tests": 43, "JAX notebooks": 40}
+
+
+def parallel_jobs(env: dict[str, str] | None = None) -> int:
+    """How many pytest processes ``./course test`` runs side by side: TPU_COURSE_TEST_JOBS, else one per core up to
+    2 (one framework per process either way; two fill the 2-core reference machine)."""
+    value = (os.environ if env is None else env).get("TPU_COURSE_TEST_JOBS", "")
+    if value and not (value.isdigit() and int(value) >= 1):
+        raise SystemExit(f"course: TPU_COURSE_TEST_JOBS={value!r}: give a whole number of processes, 1 or more")
+    return int(value) if value else max(1, min(2, os.cpu_count() or 1))
+
+
+def run_plan(plan: list[tuple[str, list[str], list[str], str]], argv: list[str], tmp: Path,
+             jobs: int) -> list[tuple[str, int, dict[str, int] | None, float]]:
+    """Run every group, ``jobs`` at a time (the longest expected first); (name, exit code, totals, seconds) in plan
+    order."""
+    def one(i: int) -> tuple[str, int, dict[str, int] | None, float]:
+        name, paths, select, framework = plan[i]
+        t = time.perf_counter()
+        rc, totals = run_group(name, paths, [*select, *argv], tmp, i, framework, buffered=jobs > 1)
+        return name, rc, totals, time.perf_counter() - t
+
+    if jobs <= 1:
+        return [one(i) for i in range(len(plan))]
+    order = sorted(range(len(plan)), key=lambda i: -EXPECTED_S.get(plan[i][0].split(",")[0].split(" (")[0], 0))
+    with ThreadPoolExecutor(jobs) as pool:
+        done = dict(zip(order, pool.map(one, order)))
+    return [done[i] for i in range(len(plan))]
 
 
 def verdict(results: list[tuple[str, int, dict[str, int] | None]]) -> tuple[int, str]:
@@ -184,11 +234,14 @@ def verdict(results: list[tuple[str, int, dict[str, int] | None]]) -> tuple[int,
     return worst or (1 if failed else 0), line
 
 
-def time_line(times: list[tuple[str, float]], budget: float | None) -> str:
-    """Where a run's time went, per group, and (for a whole run) the total against the budget."""
-    total = sum(seconds for _, seconds in times)
+def time_line(times: list[tuple[str, float]], budget: float | None, wall: float | None = None, jobs: int = 1) -> str:
+    """Where a run's time went, per group, and (for a whole run) the total against the budget: the wall time when
+    groups ran side by side (``jobs`` > 1), else their sum."""
+    total = sum(seconds for _, seconds in times) if wall is None else wall
     line = "time: " + ", ".join(f"{name.split(',')[0].split(' (')[0]} {seconds:.0f} s" for name, seconds in times)
     line += f"; total {total:.0f} s"
+    if jobs > 1:
+        line += f" (wall clock, {jobs} groups at a time)"
     if budget is not None:
         line += f" (budget {budget:.0f} s: {budget_flag(total, budget)})"
     return line
@@ -203,6 +256,7 @@ def main(argv: list[str]) -> int:
     # prints twice (once as "WARNING:transformers...")
     os.environ.pop("CI", None)
     os.environ["PYTHONSAFEPATH"] = "1"  # no `python -c` child of a test puts the checkout (its cwd) on sys.path
+    t, jobs = time.perf_counter(), 1
     if argv[:1] == ["--paths"]:
         # paths are what exists (or a test id, path::name); everything else, option values included, goes to pytest
         paths = [a for a in argv[1:] if not a.startswith("-") and ((ROOT / a.split("::")[0]).exists()
@@ -222,22 +276,20 @@ def main(argv: list[str]) -> int:
         argv = argv[1:]
         plan = groups(rehearsals=True)
         budget = HOSTED_BUDGET_S + REHEARSALS_BUDGET_S
-        results, times = [], []
+        results, times = [], []  # one group at a time: the hosted rehearsal builds environments
     else:
         plan = groups()
         budget = TOTAL_BUDGET_S  # ./course test; some paths only: none
-        t = time.perf_counter()
+        jobs = parallel_jobs()  # the unit tests and notebooks side by side (the others: one group at a time)
         results = [lint()]
         times = [("lint", time.perf_counter() - t)]
     with tempfile.TemporaryDirectory(prefix="tpu-course-tests-") as tmp:
-        for i, (name, paths, select, framework) in enumerate(plan):
-            t = time.perf_counter()
-            rc, totals = run_group(name, paths, [*select, *argv], Path(tmp), i, framework)
-            times.append((name, time.perf_counter() - t))
+        for name, rc, totals, seconds in run_plan(plan, argv, Path(tmp), jobs):
+            times.append((name, seconds))
             results.append((name, rc, totals))
     code, line = verdict(results)
     print("\n" + line)
-    print(time_line(times, budget))
+    print(time_line(times, budget, time.perf_counter() - t if jobs > 1 else None, jobs))
     return code
 
 

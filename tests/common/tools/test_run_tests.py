@@ -2,6 +2,7 @@
 import os
 import textwrap
 
+import pytest
 import run_tests
 
 
@@ -81,6 +82,30 @@ def test_time_line_adds_up_the_groups_and_flags_a_whole_run_over_budget():
                     "(budget 720 s: OVER +14 s)")
     assert run_tests.time_line(groups[:2], 720.0).endswith("total 34 s (budget 720 s: ok)")
     assert run_tests.time_line(groups[:1], None) == "time: lint 4 s; total 4 s"  # some paths only: no budget
+
+
+def test_groups_side_by_side_keep_their_output_whole_and_their_order(tmp_path, capsys):
+    """Two pytest processes at once: each group's lines come out in one piece, results in plan order, and the
+    closing line gives the wall-clock time."""
+    for name, pause in (("slow", 1.0), ("quick", 0.0)):
+        (tmp_path / f"test_{name}.py").write_text(f"import time\ndef test_{name}():\n    time.sleep({pause})\n"
+                                                  f"    print('{name} ran')\n")
+    plan = [(name, [str(tmp_path / f"test_{name}.py")], ["-s", "-p", "no:cacheprovider", "--rootdir", str(tmp_path)],
+             "tf") for name in ("slow", "quick")]
+    results = run_tests.run_plan(plan, [], tmp_path, jobs=2)
+    assert [(name, rc, totals["tests"]) for name, rc, totals, _ in results] == [("slow", 0, 1), ("quick", 0, 1)]
+    out = capsys.readouterr().out
+    assert out.index("=== quick: test_quick.py") < out.index("quick ran") < out.index("=== quick: exit 0")
+    assert out.index("=== slow: test_slow.py") < out.index("slow ran") < out.index("=== slow: exit 0")
+    assert run_tests.time_line([("a", 5.0), ("b", 6.0)], 720.0, wall=7.0, jobs=2) == (
+        "time: a 5 s, b 6 s; total 7 s (wall clock, 2 groups at a time) (budget 720 s: ok)")
+
+
+def test_the_number_of_groups_at_a_time_is_checked():
+    assert run_tests.parallel_jobs({"TPU_COURSE_TEST_JOBS": "1"}) == 1
+    assert 1 <= run_tests.parallel_jobs({}) <= 2
+    with pytest.raises(SystemExit, match="TPU_COURSE_TEST_JOBS='two'"):
+        run_tests.parallel_jobs({"TPU_COURSE_TEST_JOBS": "two"})
 
 
 def test_a_notebook_cell_with_unexplained_red_output_fails_and_names_the_line(tmp_path, capfd):
