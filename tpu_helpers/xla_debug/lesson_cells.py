@@ -6,7 +6,7 @@ Edit the cells in the notebook, then run ./course links (a test fails while this
 # ruff: noqa: E402, F811, I001  (the cells' own imports, cell by cell, as the learner reads them)
 
 
-# ---- notebooks/06_pytorch_xla_under_the_hood.ipynb, cell 9: recorded_graph
+# ---- notebooks/06_pytorch_xla_under_the_hood.ipynb, cell 8: recorded_graph
 # in the section "2 · Lazy tensors: operations record a graph"
 import torch_xla
 
@@ -64,7 +64,7 @@ def train(model, optimizer, batches, run=None, log_every=0, loss_fn=None):
     return loss
 
 
-# ---- notebooks/06_pytorch_xla_under_the_hood.ipynb, cell 20: report_entry, report_fallbacks
+# ---- notebooks/06_pytorch_xla_under_the_hood.ipynb, cell 19: report_entry, report_fallbacks
 # in the section "The metrics report: what torch_xla saw during the loop"
 import re
 
@@ -81,7 +81,7 @@ def report_fallbacks(report_text):
             if op != "aten::_local_scalar_dense"}
 
 
-# ---- notebooks/06_pytorch_xla_under_the_hood.ipynb, cell 23: make_loader, train_epoch, save_for_cpu, load_on_cpu
+# ---- notebooks/06_pytorch_xla_under_the_hood.ipynb, cell 22: make_loader, train_epoch, save_for_cpu, load_on_cpu
 # in the section "4 · The loop idioms: `MpDeviceLoader`, `xm.optimizer_step`, `xm.save`"
 import torch_xla.core.xla_model as xm
 import torch_xla.distributed.parallel_loader as pl
@@ -120,7 +120,128 @@ def load_on_cpu(model, path):
     return model
 
 
-# ---- notebooks/06_pytorch_xla_under_the_hood.ipynb, cell 44: run_fresh, compilation_causes
+# ---- notebooks/06_pytorch_xla_under_the_hood.ipynb, cell 28: Problem, SlowRunReport, diagnose_slow_run
+# in the section "5 · The slow-run detective"
+# the problems and fixes follow https://docs.pytorch.org/xla/release/r2.7/learn/troubleshoot.html
+import statistics
+from collections import Counter
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing that makes the run slow: its kind, the evidence of this run, the fix."""
+
+    kind: str
+    title: str
+    evidence: str
+    fix: str
+
+    def __str__(self) -> str:
+        return f"{self.title}\n   evidence: {self.evidence}\n   fix: {self.fix}"
+
+
+@dataclass
+class SlowRunReport:
+    """The detective's answer: the problems, most costly first, and a one-line summary of the run."""
+
+    problems: list[Problem]
+    summary: str
+
+    @property
+    def kinds(self) -> list[str]:
+        return [p.kind for p in self.problems]
+
+    def __contains__(self, kind: str) -> bool:
+        return kind in self.kinds
+
+    def __str__(self) -> str:
+        head = f"Slow-run detective: {self.summary}"
+        if not self.problems:
+            return head + "\nNo problem found: static shapes, no host syncs, no CPU fallbacks. This loop is healthy."
+        return "\n".join([head] + [f"{i}. {p}" for i, p in enumerate(self.problems, 1)])
+
+
+def diagnose_slow_run(run, *, warmup_steps=2):
+    """The problems of a recorded run (a StepRecorder or its steps), most costly first; warm-up steps may compile."""
+    steps = list(getattr(run, "steps", run))
+    wall = getattr(run, "wall_seconds", 0) or sum(s.wall_seconds for s in steps)
+    compile_s, graphs = sum(s.compile_seconds for s in steps), sum(s.compilations for s in steps)
+    summary = (f"{len(steps)} steps in {wall:.2f} s, {graphs} graph(s) compiled ({compile_s:.2f} s), "
+               f"{sum(s.cache_hits for s in steps)} cache hits, {sum(s.syncs for s in steps)} host transfers")
+    if not steps:
+        return SlowRunReport([], summary + " (nothing recorded: call run.step(batch) in the loop)")
+    problems: list[Problem] = []
+    fallback_ops = sum((Counter(s.fallbacks) for s in steps), Counter())
+    if fallback_ops:
+        problems.append(Problem(
+            "cpu_fallback", f"CPU fallback: {len(fallback_ops)} op(s) with no XLA lowering ran on the CPU",
+            ", ".join(f"{op} x{n}" for op, n in fallback_ops.most_common())
+            + f" in {sum(1 for s in steps if s.fallbacks)} of {len(steps)} steps; each copies tensors to the host "
+            "and back and cuts the graph.",
+            "rewrite the op with static-shape tensor ops (`x[mask]` or `nonzero`: a masked mean, as notebook 02's "
+            "masked_cross_entropy; `unique`/`median`: move them out of the training step), or call it less often."))
+
+    late = [s for s in steps[warmup_steps:] if s.compilations]
+    if late:
+        seen: dict[str, dict] = {}  # each input's shapes, in order
+        for s in steps:
+            for name, shape in s.shapes.items():
+                seen.setdefault(name, {})[shape] = None
+        changes = "; ".join(f"{name} took {len(shapes)} shapes: " + ", ".join(map(str, list(shapes)[:5]))
+                            + (", ..." if len(shapes) > 5 else "") for name, shapes in seen.items() if len(shapes) > 1)
+        cause = f"input shapes changed: {changes}" if changes else (
+            "input shapes did not change, so the graph did: a CPU fallback above, a branch on a tensor or a Python "
+            "number that changes per step (PT_XLA_DEBUG_LEVEL=1 prints each compilation's cause)")
+        fix = ("give every batch the same shapes: pad to a fixed length (padding='max_length') or to few lengths "
+               "(pad_to_multiple_of=64 or length buckets), and keep the batch size fixed (drop_last=True)."
+               if changes else "make the step trace the same graph every time (torch.where, not a Python if).")
+        shown = ", ".join(str(s.index) for s in late[:8]) + (", ..." if len(late) > 8 else "")
+        problems.append(Problem(
+            "recompilation", f"Recompilation: {sum(s.compilations for s in late)} graph(s) compiled after "
+            f"{f'the first {warmup_steps} steps' if warmup_steps else 'warm-up'} "
+            f"({sum(s.compile_seconds for s in late):.2f} s compiling)", f"new graphs in steps {shown}; {cause}", fix))
+
+    sync_steps = [s for s in steps if s.scalar_reads or (s.syncs and not s.fallbacks)]  # fallbacks' own: above
+    if len(sync_steps) > 0.25 * len(steps):  # a log line every few steps is fine
+        transfers = sum(s.scalar_reads if s.fallbacks else s.syncs for s in sync_steps)
+        problems.append(Problem(
+            "host_sync", f"Device-to-host syncs in {len(sync_steps)} of {len(steps)} steps",
+            f"{transfers} transfers ({sum(s.scalar_reads for s in sync_steps)} scalar reads: `.item()`, `float(t)`, "
+            "`if tensor:`; the others `print(tensor)`, `.cpu()`): each makes the host wait for the device.",
+            "keep values on the device: accumulate the loss in a tensor and read it every N steps (or in "
+            "xm.add_step_closure), replace `if tensor:` with torch.where, don't print tensors in the loop."))
+
+    if wall > 0 and compile_s > 0.5 * wall:
+        problems.append(Problem(
+            "compile_time", f"Compilation dominates: {compile_s:.2f} s of the {wall:.2f} s recorded "
+            f"({compile_s / wall:.0%})", f"{graphs} graph(s) compiled in {len(steps)} steps; XLA compiles each new "
+            "graph once, then reuses it.",
+            "judge speed only after the first steps and fix any recompilation above. The persistent cache "
+            "(torch_xla.runtime.initialize_cache) cannot load graphs back in torch_xla 2.9 (pytorch/xla#9094)."))
+
+    sizes = [n for s in steps if (n := next((shape[0] for shape in s.shapes.values() if shape), None))]
+    if sizes and (typical := statistics.median_high(sizes)) < 8:
+        problems.append(Problem(
+            "small_batch", f"Small batches: {typical} samples per device per step",
+            "below 8: a TPU core computes in 8 x 128 tiles, so most of it idles and each step's fixed cost dominates.",
+            "raise the per-device batch (a multiple of 8, as large as memory allows; bf16 halves activation memory), "
+            "or accumulate gradients over several micro-batches."))
+    return SlowRunReport(problems, summary)
+
+
+# ---- notebooks/06_pytorch_xla_under_the_hood.ipynb, cell 30: recorded_run
+# in the section "5 · The slow-run detective"
+def recorded_run(recorder, model, optimizer, batches, warmup_steps=2, **options):
+    """`train` on `batches`: the first `warmup_steps` (compiling is expected there) run before `recorder` starts."""
+    if warmup_steps:
+        train(model, optimizer, batches[:warmup_steps], **options)
+    with recorder:
+        train(model, optimizer, batches[warmup_steps:], recorder, **options)
+    return recorder
+
+
+# ---- notebooks/06_pytorch_xla_under_the_hood.ipynb, cell 38: run_fresh, compilation_causes
 # in the section "6 · The next tools: `PT_XLA_DEBUG_LEVEL` and the persistent compile cache"
 import os
 import subprocess
@@ -142,7 +263,7 @@ def compilation_causes(debug_log):
     return [lines[i + 1].split(":", 1)[1].strip() for i, line in enumerate(lines[:-1]) if "Compilation Cause" in line]
 
 
-# ---- notebooks/06_pytorch_xla_under_the_hood.ipynb, cell 51: predict
+# ---- notebooks/06_pytorch_xla_under_the_hood.ipynb, cell 43: predict
 # in the section "7 · The headline: 178 minutes in FP32, 106 in BF16"
 def predict(model, batch, bf16=False):
     """The model's logits for `batch` on the XLA device; `bf16`: autocast runs the matmuls in bfloat16."""

@@ -48,7 +48,7 @@ def loop():
 
 
 def test_healthy_loop_gets_a_clean_report(loop):
-    from tpu_helpers.xla_debug.diagnose import diagnose_slow_run
+    from tpu_helpers.xla_debug.lesson_cells import diagnose_slow_run
 
     rec = loop()
     report = diagnose_slow_run(rec)
@@ -59,7 +59,7 @@ def test_healthy_loop_gets_a_clean_report(loop):
 
 
 def test_item_every_step_is_a_host_sync(loop):
-    from tpu_helpers.xla_debug.diagnose import diagnose_slow_run
+    from tpu_helpers.xla_debug.lesson_cells import diagnose_slow_run
 
     report = diagnose_slow_run(loop(item=True))
     assert report.kinds == ["host_sync"], str(report)
@@ -67,14 +67,14 @@ def test_item_every_step_is_a_host_sync(loop):
 
 
 def test_printing_a_tensor_is_a_host_sync(loop, capsys):
-    from tpu_helpers.xla_debug.diagnose import diagnose_slow_run
+    from tpu_helpers.xla_debug.lesson_cells import diagnose_slow_run
 
     report = diagnose_slow_run(loop(printed=True))
     assert "host_sync" in report, str(report)
 
 
 def test_changing_shapes_are_recompilations_and_the_report_names_them(loop):
-    from tpu_helpers.xla_debug.diagnose import diagnose_slow_run
+    from tpu_helpers.xla_debug.lesson_cells import diagnose_slow_run
 
     rec = loop(steps=6, lengths=[9, 13, 17, 21, 25, 29])
     report = diagnose_slow_run(rec)
@@ -85,7 +85,7 @@ def test_changing_shapes_are_recompilations_and_the_report_names_them(loop):
 
 
 def test_cpu_fallback_op_is_named(loop):
-    from tpu_helpers.xla_debug.diagnose import diagnose_slow_run
+    from tpu_helpers.xla_debug.lesson_cells import diagnose_slow_run
 
     report = diagnose_slow_run(loop(fallback=True))
     assert report.kinds[0] == "cpu_fallback", str(report)
@@ -94,14 +94,14 @@ def test_cpu_fallback_op_is_named(loop):
 
 
 def test_cold_short_run_is_dominated_by_compilation(loop):
-    from tpu_helpers.xla_debug.diagnose import diagnose_slow_run
+    from tpu_helpers.xla_debug.lesson_cells import diagnose_slow_run
 
     report = diagnose_slow_run(loop(steps=2, warm=0, size=24, lengths=[31]))  # a shape never compiled before
     assert report.kinds == ["compile_time"], str(report)
 
 
 def test_small_batch_is_reported(loop):
-    from tpu_helpers.xla_debug.diagnose import diagnose_slow_run
+    from tpu_helpers.xla_debug.lesson_cells import diagnose_slow_run
 
     report = diagnose_slow_run(loop(size=2))
     assert report.kinds == ["small_batch"], str(report)
@@ -110,7 +110,8 @@ def test_small_batch_is_reported(loop):
 
 def test_thresholds_and_ranking_on_recorded_numbers():
     """The rules themselves, on hand-made step records (no device needed)."""
-    from tpu_helpers.xla_debug.diagnose import StepStats, diagnose_slow_run
+    from tpu_helpers.xla_debug.diagnose import StepStats
+    from tpu_helpers.xla_debug.lesson_cells import diagnose_slow_run
     from tpu_helpers.xla_torch.counters import XlaSnapshot, between
 
     nothing = between(XlaSnapshot({}, {}), XlaSnapshot({}, {}))  # every count zero

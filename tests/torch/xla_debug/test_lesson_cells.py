@@ -4,8 +4,8 @@ from types import SimpleNamespace
 
 def test_the_lessons_train_loop_compiles_in_the_warm_up_then_hits_the_cache(xla):
     torch, torch_xla, device = xla
-    from tpu_helpers.xla_debug.diagnose import StepRecorder, diagnose_slow_run
-    from tpu_helpers.xla_debug.lesson_cells import LABELS, VOCAB, make_batch, train
+    from tpu_helpers.xla_debug.diagnose import StepRecorder
+    from tpu_helpers.xla_debug.lesson_cells import LABELS, VOCAB, diagnose_slow_run, make_batch, train
 
     class Tiny(torch.nn.Module):  # transformers' calling convention, compiled in a fraction of a second
         def __init__(self):
@@ -94,3 +94,18 @@ def test_an_epoch_through_mp_device_loader_then_the_weights_load_on_the_cpu(xla,
     trained = {k: v.cpu() for k, v in model.state_dict().items()}
     assert not torch.equal(before, trained["head.weight"])
     assert all(torch.equal(v, trained[k]) for k, v in cpu_model.state_dict().items())
+
+
+def test_recorded_run_records_only_the_steps_after_the_warm_up(xla):
+    torch, torch_xla, device = xla
+    from tpu_helpers.xla_debug.diagnose import StepRecorder
+    from tpu_helpers.xla_debug.lesson_cells import LABELS, VOCAB, diagnose_slow_run, make_batch, recorded_run
+
+    model = tiny_classifier(torch, VOCAB, LABELS).to(device)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    g = torch.Generator().manual_seed(0)
+    run = recorded_run(StepRecorder(), model, optimizer, [make_batch(8, 13, g) for _ in range(5)])
+    assert [s.index for s in run.steps] == [0, 1, 2] and sum(s.compilations for s in run.steps) == 0
+    assert diagnose_slow_run(run, warmup_steps=0).kinds == []
+    cold = recorded_run(StepRecorder(), model, optimizer, [make_batch(8, 13, g) for _ in range(2)], warmup_steps=0)
+    assert [s.index for s in cold.steps] == [0, 1]
