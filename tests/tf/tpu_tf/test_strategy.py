@@ -201,10 +201,11 @@ def test_real_simulated_replicas_on_this_cpu():
         from tpu_helpers.tpu_tf import strategy as st
         from tpu_helpers.tpu_tf.checklist import tpu_checklist, variables_outside_scope
         from tpu_helpers.xla_tf.lesson_cells import jit_compile_for, strategy_kind
-        import sys; sys.path.insert(0, "tests")
-        from course_support.mlm import notebook_04_checks  # notebook 04's replicas checks, from its cells
-        replica_batch_shapes = notebook_04_checks().replica_batch_shapes
-        unsynced_variables = notebook_04_checks().unsynced_variables
+        import importlib.util  # tests/course_support/mlm.py by path: tests/ off sys.path (tests/torch is no `torch`)
+        spec = importlib.util.spec_from_file_location("course_support_mlm", "tests/course_support/mlm.py")
+        support = importlib.util.module_from_spec(spec); spec.loader.exec_module(support)
+        checks = support.notebook_04_checks()  # notebook 04's replicas checks, from its cells
+        replica_batch_shapes, unsynced_variables = checks.replica_batch_shapes, checks.unsynced_variables
         def replica_batch_sizes(s, ds):
             return [[shapes[0][0] for shapes in step] for step in replica_batch_shapes(s, ds)]
         from tpu_helpers.tpu_tf.lesson_cells import make_strategy
