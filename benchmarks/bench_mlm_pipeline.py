@@ -8,7 +8,7 @@
   records first, one ``tf.io.parse_example`` per batch, TF-native masking.
 
 The same 20,000 blocks of 128 random ids (``--quick``: 4,000), batch 64, the same masking statistics; each
-pipeline is built once and then measured in interleaved rounds (`tpu_helpers.mlm.measures.compare_pipelines`).
+pipeline is built once and then measured in interleaved rounds (`compare_pipelines`, notebook 04's Why? D cell).
 """
 from __future__ import annotations
 
@@ -46,15 +46,17 @@ def run(quick: bool) -> Benchmark:
     frameworks.use_framework("tf")
     import numpy as np
 
+    from benchmarks.harness import course_support_module
     from tpu_helpers.mlm.lesson_cells import (
         SPECIAL_TOKENS,
         MaskingSpec,
         make_mlm_dataset,
-        per_record_baseline,
-        to_tf_dataset_baseline,
         write_shards,
     )
-    from tpu_helpers.mlm.measures import compare_pipelines
+
+    checks = course_support_module("mlm").notebook_04_checks()  # Why? D's measure cell, the baselines' one home
+    compare_pipelines, per_record_baseline = checks.compare_pipelines, checks.per_record_baseline
+    to_tf_dataset_baseline = checks.to_tf_dataset_baseline
 
     records = 4_000 if quick else 20_000
     rounds, seconds = (2, 0.5) if quick else (5, 2.0)

@@ -27,6 +27,17 @@ __all__ = ["Candidate", "Benchmark", "time_calls", "summarize", "machine_info", 
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def course_support_module(name: str):
+    """tests/course_support/<name>.py, loaded by path: a TensorFlow benchmark keeps tests/ off sys.path (its folder
+    tests/torch would pass for `torch` where torch is not installed)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"course_support_{name}", ROOT / "tests" / "course_support" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def summarize(values: list[float]) -> str:
     lo, hi = min(values), max(values)
     return f"{statistics.median(values):.4g} ({lo:.4g}–{hi:.4g}, n={len(values)})"

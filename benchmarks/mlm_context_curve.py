@@ -3,9 +3,9 @@
 Notebook 04's pieces (Unigram tokenizer, blocks, TFRecord shards, the TF-native masking pipeline, RoBERTa from a
 config, transformers' ``create_optimizer``, ``jit_compile``) train one model; every ``--every`` steps the script prints
 the loss at the ``<mask>`` tokens of 4 held batches (the same blocks, another masking seed) with their context and
-with it shuffled (`tpu_helpers.mlm.measures`), against the unigram entropy of the tokens. A model on the frequency
+with it shuffled (notebook 04's check cells), against the unigram entropy of the tokens. A model on the frequency
 plateau sits at the entropy and does not care about the shuffle; one that reads the context goes below it and gets
-worse when shuffled. The figures in ``tpu_helpers/mlm/measures.py`` and docs/benchmarks.md come from this script:
+worse when shuffled. The figures in notebook 04's plan cell and docs/benchmarks.md come from this script:
 
     ./course python -m benchmarks.mlm_context_curve --corpus my.txt --block 32 --batch 64 --vocab 1000 --seed 1
     ./course python -m benchmarks.mlm_context_curve --corpus python-docs --steps 2000
@@ -50,6 +50,7 @@ def main(argv: list[str] | None = None) -> None:
     import tf_keras as keras
     from transformers import TFAutoModelForMaskedLM, create_optimizer
 
+    from benchmarks.harness import course_support_module
     from tpu_helpers.mlm.corpus import load_course_corpus
     from tpu_helpers.mlm.lesson_cells import (
         MaskingSpec,
@@ -60,7 +61,9 @@ def main(argv: list[str] | None = None) -> None:
         train_unigram_tokenizer,
         write_shards,
     )
-    from tpu_helpers.mlm.measures import masked_loss, scramble_context, unigram_entropy
+
+    checks = course_support_module("mlm").notebook_04_checks()  # notebook 04's check cells, their one home
+    masked_loss, scramble_context, unigram_entropy = checks.masked_loss, checks.scramble_context, checks.unigram_entropy
 
     corpus = filter_lines(load_course_corpus(a.corpus, max_lines=a.max_lines, offline_max_chars=1_000_000))
     tokenizer = train_unigram_tokenizer(corpus.dataset, a.vocab, block_size=a.block)

@@ -111,55 +111,29 @@ def filter_lines(corpus):
     return dataclasses.replace(corpus, dataset=ds)
 
 
-# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 12: CorpusSummary, summarize_corpus
+# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 12: summarize_corpus
 # in the section "1 · Corpus"
-from dataclasses import dataclass
-
 import numpy as np
 
 
-@dataclass(frozen=True)
-class CorpusSummary:
-    """Language-agnostic statistics of a corpus (lines, characters, line lengths, spaces, non-ASCII)."""
-
-    name: str
-    lines: int
-    characters: int
-    utf8_bytes: int
-    line_chars: dict[str, int]  # min, p10, median, p90, max
-    distinct_characters: int
-    space_share: float
-    non_ascii_share: float
-
-    def __str__(self) -> str:
-        q = self.line_chars
-        text = (f"{self.name}\n  {self.lines:,} lines, {self.characters:,} characters ({self.utf8_bytes:,} bytes "
-                f"as UTF-8), {self.distinct_characters:,} distinct characters\n"
-                f"  characters per line: min {q['min']:,}, p10 {q['p10']:,}, median {q['median']:,}, "
-                f"p90 {q['p90']:,}, max {q['max']:,}\n"
-                f"  spaces {self.space_share:.1%} of characters, non-ASCII {self.non_ascii_share:.1%}")
-        if self.space_share < 0.05:
-            text += ("\n  note: few spaces (a language written without them?): the Metaspace pre-tokenizer splits "
-                     "on spaces, so tokens will span words; a long line is one long 'word' to the tokenizer")
-        return text
-
-
 def summarize_corpus(corpus):
-    """`CorpusSummary` of `corpus` (one pass over its text)."""
+    """Lines, characters, line lengths, spaces and non-ASCII characters of `corpus` (one pass), as text."""
     texts = corpus.dataset["text"]
     if not texts:
         raise ValueError(f"{corpus.name} has no line")
-    lengths = np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))
-    chars = int(lengths.sum())
-    joined = "".join(texts)
-    utf8 = len(joined.encode("utf-8"))
-    spaces = joined.count(" ")  # str methods run in C: a 100 M-character corpus takes seconds
-    non_ascii = chars - len(joined.encode("ascii", "ignore"))
+    lengths = np.array([len(t) for t in texts])
+    joined = "".join(texts)  # str methods run in C: a 100 M-character corpus takes seconds
+    chars = max(len(joined), 1)
+    spaces, non_ascii = joined.count(" ") / chars, (len(joined) - len(joined.encode("ascii", "ignore"))) / chars
     p10, median, p90 = (int(v) for v in np.percentile(lengths, [10, 50, 90]))
-    return CorpusSummary(f"{corpus.name} ({corpus.source})", len(texts), chars, utf8,
-                         {"min": int(lengths.min()), "p10": p10, "median": median, "p90": p90,
-                          "max": int(lengths.max())},
-                         len(set(joined)), spaces / max(chars, 1), non_ascii / max(chars, 1))
+    text = (f"{corpus.name} ({corpus.source})\n  {len(texts):,} lines, {len(joined):,} characters "
+            f"({len(joined.encode()):,} bytes as UTF-8), {len(set(joined)):,} distinct characters\n"
+            f"  characters per line: min {lengths.min():,}, p10 {p10:,}, median {median:,}, p90 {p90:,}, "
+            f"max {lengths.max():,}\n  spaces {spaces:.1%} of characters, non-ASCII {non_ascii:.1%}")
+    if spaces < 0.05:
+        text += ("\n  note: few spaces (a language written without them?): the Metaspace pre-tokenizer splits "
+                 "on spaces, so tokens will span words; a long line is one long 'word' to the tokenizer")
+    return text
 
 
 # ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 16: train_unigram_tokenizer, roberta_config, check_config_matches_tokenizer
@@ -245,7 +219,7 @@ def check_config_matches_tokenizer(config, tokenizer, *, block_size=128):
                            + "\nFix: build it with roberta_config(tokenizer).")
 
 
-# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 20: ChunkStats, BlockChunker, tokenize_and_chunk, check_enough_blocks
+# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 20: ChunkStats, tokenize_and_chunk, check_enough_blocks
 # in the section "3 · Blocks of `BLOCK_SIZE` tokens, nothing truncated"
 import itertools
 from dataclasses import dataclass
@@ -254,60 +228,35 @@ import numpy as np
 from tqdm.auto import tqdm
 
 
-
 @dataclass
 class ChunkStats:
-    """Token accounting of `BlockChunker`: ``tokens == blocks * block_size + dropped_tokens``."""
+    """Token accounting of `tokenize_and_chunk`: ``tokens == blocks * block_size + dropped_tokens``."""
 
     block_size: int
-    documents: int = 0
-    tokens: int = 0
-    blocks: int = 0
-    dropped_tokens: int = 0
+    documents: int
+    tokens: int
+    blocks: int
+    dropped_tokens: int
 
     def __str__(self):
         return (f"{self.documents:,} documents -> {self.tokens:,} tokens -> {self.blocks:,} blocks of "
                 f"{self.block_size} ({self.dropped_tokens} tokens of the final remainder dropped)")
 
 
-class BlockChunker:
-    """Concatenate token lists and cut them into `block_size` blocks, carrying the remainder across calls."""
-
-    def __init__(self, block_size=128):
-        if block_size < 1:
-            raise ValueError("block_size must be positive")
-        self.block_size = block_size
-        self.stats = ChunkStats(block_size)
-        self.carry = np.zeros(0, dtype=np.int32)
-
-    def add(self, token_lists):
-        """Add documents (lists of token ids); return the blocks they complete, shape ``(n, block_size)``."""
-        lists = list(token_lists)
-        flat = np.fromiter(itertools.chain.from_iterable(lists), dtype=np.int32)
-        self.stats.documents += len(lists)
-        self.stats.tokens += flat.size
-        data = np.concatenate([self.carry, flat])
-        full = data.size // self.block_size * self.block_size
-        self.carry = data[full:]  # the remainder waits for the next documents (the seed drops it per batch)
-        blocks = data[:full].reshape(-1, self.block_size)
-        self.stats.blocks += len(blocks)
-        return blocks
-
-    def finish(self):
-        """Drop (and count) the final remainder; return the totals."""
-        self.stats.dropped_tokens, self.carry = int(self.carry.size), self.carry[:0]
-        return self.stats
-
-
 def tokenize_and_chunk(corpus, tokenizer, *, block_size=128, batch_size=1000, progress=True):
-    """Tokenize every line (``<s> ... </s>``, nothing truncated), concatenate, cut into blocks: ``(blocks, stats)``."""
-    texts = corpus.dataset["text"] if hasattr(corpus, "dataset") else corpus["text"]
-    chunker = BlockChunker(block_size)
-    parts = [np.zeros((0, block_size), np.int32)]
+    """Tokenize every line (``<s> ... </s>``, nothing truncated), concatenate all, cut into blocks: ``(blocks, stats)``.
+    Only the last remainder is dropped (the seed drops one per batch of `batch_size` lines)."""
+    if block_size < 1:
+        raise ValueError("block_size must be positive")
+    texts = corpus.dataset["text"]
+    parts = [np.zeros(0, np.int32)]
     for i in tqdm(range(0, len(texts), batch_size), desc="tokenizing", unit="batch", disable=not progress):
         ids = tokenizer(texts[i: i + batch_size], return_attention_mask=False, verbose=False)["input_ids"]
-        parts.append(chunker.add(ids))
-    return np.concatenate(parts), chunker.finish()
+        parts.append(np.fromiter(itertools.chain.from_iterable(ids), dtype=np.int32))
+    flat = np.concatenate(parts)
+    full = flat.size // block_size * block_size
+    stats = ChunkStats(block_size, len(texts), int(flat.size), full // block_size, int(flat.size - full))
+    return flat[:full].reshape(-1, block_size), stats
 
 
 def check_enough_blocks(stats, global_batch, *, characters=None):
@@ -552,14 +501,12 @@ def shard_files(folder, block_size):
 
 
 def make_mlm_dataset(folder, spec, *, batch_size, block_size=128, shuffle=True, seed=None, shuffle_buffer=10_000,
-                     repeat=False, labels="dict"):
+                     repeat=False):
     """The MLM input pipeline, all tf.data: records -> shuffle -> batch -> parse_example -> mask -> prefetch.
 
-    ``labels="dict"``: ``{input_ids, attention_mask, labels}`` (a Transformers model computes its loss from them);
-    ``"tuple"``: ``(inputs, labels)``. An int `seed` makes file order, record order and masks reproducible.
+    Batches of ``{input_ids, attention_mask, labels}`` (a Transformers model computes its loss from them); an int
+    `seed` makes file order, record order and masks reproducible.
     """
-    if labels not in ("dict", "tuple"):
-        raise ValueError("labels must be 'dict' or 'tuple'")
     files, total = shard_files(folder, block_size)
     if total < batch_size:
         raise RuntimeError(f"{total} records cannot fill one batch of {batch_size}: write more data, or a smaller batch")
@@ -578,9 +525,8 @@ def make_mlm_dataset(folder, spec, *, batch_size, block_size=128, shuffle=True, 
         num_parallel_calls=autotune)
 
     def finish(ids, mask_seed=None):
-        masked, y = mask_tokens(ids, spec, seed=mask_seed)
-        inputs = {"input_ids": masked, "attention_mask": tf.ones_like(masked)}
-        return (inputs, y) if labels == "tuple" else {**inputs, "labels": y}
+        masked, labels = mask_tokens(ids, spec, seed=mask_seed)
+        return {"input_ids": masked, "attention_mask": tf.ones_like(masked), "labels": labels}
 
     if seed is not None:  # a new pair of mask seeds per batch (and per epoch while shuffling)
         seeds = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=shuffle).batch(2)
@@ -593,9 +539,8 @@ def make_mlm_dataset(folder, spec, *, batch_size, block_size=128, shuffle=True, 
 def show_masked_example(batch, tokenizer, *, row=0, max_tokens=48):
     """One row of a masked batch as text: ``[<mask>→the]`` where the model must guess ``the``, ``[~of→the]`` for
     a random replacement and ``[=the]`` for a selected token left unchanged; other tokens plain."""
-    inputs, labels = (batch[0], batch[1]) if isinstance(batch, tuple) else (batch, batch["labels"])
-    ids = np.asarray(inputs["input_ids"])[row][:max_tokens]
-    lab = np.asarray(labels)[row][:max_tokens]
+    ids = np.asarray(batch["input_ids"])[row][:max_tokens]
+    lab = np.asarray(batch["labels"])[row][:max_tokens]
     words = []
     for i, y in zip(ids.tolist(), lab.tolist()):
         shown = tokenizer.convert_ids_to_tokens(int(i))
@@ -753,7 +698,7 @@ def _duration(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
 
 
-# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 59: fill_mask_pipeline, masked_sentences
+# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 60: fill_mask_pipeline, masked_sentences
 # in the section "8 · Use it: reload from the checkpoint, fill in the blanks"
 def fill_mask_pipeline(model, tokenizer, *, top_k=5):
     """transformers' fill-mask pipeline for a TensorFlow model (`framework="tf"`; `dtype=None` keeps the model's)."""
@@ -795,7 +740,7 @@ def masked_sentences(texts, *, count=3, seed=0, max_chars=90, mask="<mask>", tok
     raise ValueError(f"found only {len(out)} lines with a word to mask (need {count}): is the corpus text?")
 
 
-# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 65: main
+# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 66: main
 # in the section "The same lesson as a script"
 import argparse
 import math
@@ -865,45 +810,6 @@ def main(argv=None):
     model.save_pretrained(args.output_dir)
     tokenizer.save_pretrained(args.output_dir)
     print(f"checkpoint {manager.latest_checkpoint}; model and tokenizer in {args.output_dir}")
-
-
-# ---- notebooks/04_mlm_from_scratch_tensorflow.ipynb, cell 79: to_tf_dataset_baseline, per_record_baseline
-# in the section "Why? D · Batch, then parse: three pipelines measured side by side"
-import datasets
-from transformers import DataCollatorForLanguageModeling
-
-
-def to_tf_dataset_baseline(blocks, tokenizer, *, batch_size, mlm_probability=0.15, shuffle=True):
-    """The Hugging Face TF guide's path: a `datasets.Dataset`, `to_tf_dataset`, the collator masks in NumPy."""
-    ds = datasets.Dataset.from_dict({"input_ids": np.asarray(blocks)})
-    collator = DataCollatorForLanguageModeling(tokenizer, mlm_probability=mlm_probability, return_tensors="np")
-    return ds.to_tf_dataset(columns=["input_ids", "attention_mask"], label_cols="labels", batch_size=batch_size,
-                            shuffle=shuffle, collate_fn=collator, drop_remainder=True)
-
-
-def per_record_baseline(folder, spec, *, batch_size, block_size=128, shuffle=True, shuffle_buffer=10_000,
-                        mlm_probability=0.15, repeat=False):
-    """The seed's run_mlm.py pipeline: parse one record at a time, then batch and mask."""
-    names, total = shard_files(folder, block_size)
-    files = tf.data.Dataset.from_tensor_slices(names)
-    if shuffle:
-        files = files.shuffle(len(names))
-    records = tf.data.TFRecordDataset(files, num_parallel_reads=tf.data.AUTOTUNE)
-    records = records.apply(tf.data.experimental.assert_cardinality(total))
-    features = {FEATURE: tf.io.FixedLenFeature([block_size], tf.int64)}
-    rows = records.map(lambda r: tf.cast(tf.io.parse_single_example(r, features)[FEATURE], tf.int32),
-                       num_parallel_calls=tf.data.AUTOTUNE)
-    if shuffle:
-        rows = rows.shuffle(shuffle_buffer)
-    if repeat:
-        rows = rows.repeat()
-
-    def finish(ids):
-        masked, labels = mask_tokens(ids, spec, mlm_probability=mlm_probability)
-        return {"input_ids": masked, "attention_mask": tf.ones_like(masked), "labels": labels}
-
-    batches = rows.batch(batch_size, drop_remainder=True)
-    return batches.map(finish, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
 
 
 if __name__ == "__main__":

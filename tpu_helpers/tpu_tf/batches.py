@@ -57,25 +57,3 @@ def batch_table(per_replica_batch: int, dataset_size: int, slices: Iterable[str]
     rows = [(s.name, s.replicas, s.hosts) for s in map(tpu_slice, slices)]
     rows += [(label, replicas, 1) for label, replicas in (extra or {}).items()]
     return [BatchPlan(per_replica_batch, r, dataset_size, drop_remainder, hosts, name) for name, r, hosts in rows]
-
-
-def replica_batch_shapes(strategy: Any, dataset: Any, steps: int | None = None) -> list[list[tuple[tuple[int, ...], ...]]]:
-    """Per step and replica, the shapes of the batch each replica received (read in a tf.function)."""
-    import tensorflow as tf
-
-    steps = int(dataset.cardinality()) if steps is None else steps
-    if steps < 0:
-        raise ValueError("the dataset's length is unknown (cardinality < 0): pass steps=")
-
-    @tf.function
-    def shapes(iterator):
-        per_replica = strategy.run(lambda batch: tuple(tf.shape(t) for t in tf.nest.flatten(batch)),
-                                   args=(next(iterator),))
-        return [strategy.experimental_local_results(s) for s in per_replica]  # [tensor][replica]
-
-    iterator = iter(strategy.experimental_distribute_dataset(dataset))
-    out = []
-    for _ in range(steps):
-        by_tensor = shapes(iterator)
-        out.append([tuple(tuple(int(d) for d in t[r]) for t in by_tensor) for r in range(len(by_tensor[0]))])
-    return out

@@ -13,20 +13,6 @@ def variables_outside_scope(strategy: Any, variables: Iterable[Any]) -> list[str
             if not strategy.extended.variable_created_in_scope(v)]
 
 
-def unsynced_variables(strategy: Any, variables: Iterable[Any]) -> list[str]:
-    """Names of the variables without one identical copy per replica (metrics' accumulators differ by design)."""
-    import numpy as np
-
-    replicas = strategy.num_replicas_in_sync
-    out = []
-    for v in variables:
-        copies = [np.asarray(c) for c in strategy.experimental_local_results(v)]
-        same = all(c.shape == copies[0].shape and c.tobytes() == copies[0].tobytes() for c in copies[1:])
-        if len(copies) != replicas or not same:
-            out.append(getattr(v, "name", repr(v)))
-    return out
-
-
 @dataclass
 class CheckItem:
     """One line of the TPU-readiness checklist: `ok` is True/False, or None when it cannot be checked here."""

@@ -1,11 +1,11 @@
-"""Notebook 03's `make_strategy` for this runtime, every known failure explained: `get_strategy`, `check_replicas`."""
+"""Around notebook 03's `make_strategy`: the TPU to connect to, every known failure explained, the replicas checked."""
 from __future__ import annotations
 
 import os
 import re
 from typing import Any, Mapping
 
-from tpu_helpers.core.runtime import Runtime, detect_runtime
+from tpu_helpers.core.runtime import Runtime
 from tpu_helpers.core.tpu_lock import held_message, libtpu_lock_holder
 from tpu_helpers.core.tpu_slices import RESTART_MENUS
 
@@ -87,26 +87,3 @@ def check_replicas(strategy: Any, requested: int | None) -> int:
     print(f"REPLICAS = {requested} is ignored: this {kind.upper()} has {n} replica{'s' if n != 1 else ''}, "
           "and the hardware decides (REPLICAS splits only a CPU).")
     return n
-
-
-def get_strategy(runtime: Runtime | None = None, *, profile: Any = None, tpu: str | None = None,
-                 zone: str | None = None, project: str | None = None, cpu_replicas: int | None = None,
-                 env: Mapping[str, str] | None = None) -> Any:
-    """Notebook 03's `make_strategy` for this runtime, a known failure explained; prints one line."""
-    from tpu_helpers.tpu_tf.lesson_cells import make_strategy
-    from tpu_helpers.xla_tf.lesson_cells import strategy_kind
-
-    runtime = runtime or detect_runtime(env)
-    target = tpu_to_connect(runtime, tpu, env)
-    if getattr(profile, "name", profile) == "tpu" and target is None:  # start()/param() checked the values
-        raise _error(f"The 'tpu' profile needs a TPU, but this runtime has none: {runtime.describe()}",
-                     "choose a TPU runtime (Colab: Runtime > Change runtime type > TPU; Kaggle: Settings > "
-                     "Accelerator > TPU VM v5e-8), or name a Cloud TPU (TPU_NAME); or run here with PROFILE='cpu'.")
-    try:
-        strategy = make_strategy(target, zone, project, cpu_replicas=cpu_replicas or 1)  # REPLICAS None: one
-    except Exception as e:  # noqa: BLE001 - every known failure is explained, others re-raised as they are
-        raise explain_tpu_error(e, target, runtime, zone, project) from None
-    n = strategy.num_replicas_in_sync
-    print(f"{type(strategy).__name__} with {n} replica{'s' if n != 1 else ''} ({strategy_kind(strategy)}) on "
-          f"{runtime.slice_name or runtime.kind}")
-    return strategy

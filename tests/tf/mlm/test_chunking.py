@@ -2,18 +2,23 @@
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 from course_support.mlm import records_in_name
 
-from tpu_helpers.mlm.lesson_cells import BlockChunker, Manifest, ShardInfo, shard_name
+from tpu_helpers.mlm.lesson_cells import Manifest, ShardInfo, shard_name, tokenize_and_chunk
 
 
-def chunk_token_lists(docs, block_size):
-    chunker = BlockChunker(block_size)
-    blocks = chunker.add(docs)
-    return blocks, chunker.finish()
+def chunk_token_lists(docs, block_size, batch_size=1000):
+    """`tokenize_and_chunk` on documents given as their token ids: line i of the corpus tokenizes to ``docs[i]``."""
+    corpus = SimpleNamespace(dataset={"text": [str(i) for i in range(len(docs))]})
+
+    def token_ids(lines, **_):
+        return {"input_ids": [docs[int(line)] for line in lines]}
+
+    return tokenize_and_chunk(corpus, token_ids, block_size=block_size, batch_size=batch_size, progress=False)
 
 
 def _docs(rng: np.random.Generator, n: int, max_len: int = 400) -> list[list[int]]:
@@ -34,10 +39,8 @@ def test_blocks_are_the_concatenation_cut_into_fixed_lengths():
 def test_remainder_is_carried_across_batches_not_dropped_per_batch():
     docs = _docs(np.random.default_rng(1), 300)
     whole, whole_stats = chunk_token_lists(docs, 128)
-    chunker = BlockChunker(128)
-    parts = [chunker.add(docs[i: i + 7]) for i in range(0, len(docs), 7)]  # 43 small batches
-    stats = chunker.finish()
-    assert np.array_equal(np.concatenate(parts), whole)
+    parts, stats = chunk_token_lists(docs, 128, batch_size=7)  # 43 small batches
+    assert np.array_equal(parts, whole)
     assert stats.dropped_tokens == whole_stats.dropped_tokens < 128
     # The seed's per-batch grouping would drop each batch's remainder: far more than one block's worth.
     per_batch_drop = sum(sum(len(d) for d in docs[i: i + 7]) % 128 for i in range(0, len(docs), 7))
@@ -54,12 +57,10 @@ def test_exact_multiple_long_documents_and_empty_input():
     assert blocks.shape == (0, 128) and stats.dropped_tokens == 3
 
 
-def test_chunker_counts_the_dropped_remainder_and_refuses_a_zero_block():
-    chunker = BlockChunker(4)
-    chunker.add([[1, 2, 3, 4, 5]])
-    assert chunker.finish().dropped_tokens == 1
-    with pytest.raises(ValueError):
-        BlockChunker(0)
+def test_chunking_counts_the_dropped_remainder_and_refuses_a_zero_block():
+    assert chunk_token_lists([[1, 2, 3, 4, 5]], 4)[1].dropped_tokens == 1
+    with pytest.raises(ValueError, match="block_size must be positive"):
+        chunk_token_lists([[1, 2]], 0)
 
 
 def test_shard_names_carry_the_record_count():

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from course_support.mlm import crash_at_record, records_in_name
+from course_support.mlm import crash_at_record, notebook_04_checks, records_in_name
 
 from tpu_helpers.mlm.corpus import load_course_corpus
 from tpu_helpers.mlm.lesson_cells import (
@@ -23,14 +23,14 @@ from tpu_helpers.mlm.lesson_cells import (
     shard_files,
     shard_name,
     show_masked_example,
-    to_tf_dataset_baseline,
     tokenize_and_chunk,
     train_unigram_tokenizer,
     write_shards,
 )
-from tpu_helpers.mlm.shards import verify_shards
 
 BLOCK = 128
+verify_shards = notebook_04_checks().verify_shards  # notebook 04's Why? B cell
+to_tf_dataset_baseline = notebook_04_checks().to_tf_dataset_baseline  # its Why? D measure cell
 
 
 @pytest.fixture(scope="module")
@@ -87,11 +87,13 @@ def test_empty_corpus_after_filtering_is_a_clear_error(corpus, tokenizer):
     with pytest.raises(ValueError, match="no text left"):
         filter_lines(blank)
     tiny = corpus.dataset.select(range(1))
-    blocks, stats = tokenize_and_chunk(tiny.map(lambda ex: {"text": "Hi."}), tokenizer, progress=False)
+    blocks, stats = tokenize_and_chunk(dataclasses.replace(corpus, dataset=tiny.map(lambda ex: {"text": "Hi."})),
+                                       tokenizer, progress=False)
     assert blocks.shape == (0, 128) and stats.dropped_tokens == stats.tokens > 0
     with pytest.raises(ValueError, match="one global batch needs 1 blocks"):
         check_enough_blocks(stats, 1)
-    blocks, stats = tokenize_and_chunk(corpus.dataset.select([]), tokenizer, progress=False)
+    blocks, stats = tokenize_and_chunk(dataclasses.replace(corpus, dataset=corpus.dataset.select([])), tokenizer,
+                                       progress=False)
     with pytest.raises(ValueError, match="0 blocks"):
         check_enough_blocks(stats, 1)
 
@@ -152,8 +154,8 @@ def test_shards_manifest_verify_and_rerun(chunked, tmp_path):
     assert names == [shard_name("train", i, n) for i, n in enumerate([64, 64, 64, 64, 44])]
     assert rep.written == names and rep.manifest.complete and rep.manifest.total_records == 300
     assert sum(records_in_name(n) for n in names) == 300
-    report = verify_shards(out)
-    assert report.all_ok and report.ok == names
+    ok, problems = verify_shards(out)
+    assert not problems and ok == names
     again = _write(blocks, out)
     assert again.written == [] and again.skipped == names  # verified shards are not rewritten
     changed = blocks.copy()
@@ -162,7 +164,7 @@ def test_shards_manifest_verify_and_rerun(chunked, tmp_path):
     assert third.written == [names[1]] and len(third.skipped) == 4
     fewer = _write(blocks[:100], out)
     assert fewer.written == ["train-00001-36.tfrecord"] and fewer.skipped == names[:1]
-    assert not any((out / name).exists() for name in names[1:]) and verify_shards(out).all_ok  # replaced: removed
+    assert not any((out / name).exists() for name in names[1:]) and not verify_shards(out)[1]  # replaced: removed
 
 
 def test_interrupted_write_leaves_no_shard_that_looks_complete(tf, chunked, tmp_path, monkeypatch):
@@ -172,13 +174,13 @@ def test_interrupted_write_leaves_no_shard_that_looks_complete(tf, chunked, tmp_
         crash_at_record(m, 100)  # in the second shard
         _write(blocks, out)
     assert [p.name for p in out.glob("*.tfrecord")] == ["train-00000-64.tfrecord"]  # shard 1 never got its name
-    report = verify_shards(out)
-    assert not report.all_ok and "incomplete" in report.problems[0]
+    _, problems = verify_shards(out)
+    assert "incomplete" in problems[0]
     with pytest.raises(RuntimeError, match="interrupted"):
         shard_files(out, BLOCK)
     done = _write(blocks, out)  # the interrupted run vouched for nothing: every shard is written again
     assert done.written == ["train-00000-64.tfrecord", "train-00001-64.tfrecord", "train-00002-64.tfrecord",
-                            "train-00003-8.tfrecord"] and verify_shards(out).all_ok
+                            "train-00003-8.tfrecord"] and not verify_shards(out)[1]
     # Re-writing a complete folder with other data: it is marked incomplete before the first shard changes,
     # so a crash (here before any manifest checkpoint) never leaves old entries vouching for new files.
     other = blocks[::-1].copy()
@@ -188,8 +190,8 @@ def test_interrupted_write_leaves_no_shard_that_looks_complete(tf, chunked, tmp_
     assert read_manifest(out).complete is False
     with pytest.raises(RuntimeError, match="interrupted"):
         make_mlm_dataset(str(out), MaskingSpec(4, 800, (0, 1, 2, 3, 4), 1), batch_size=8)
-    assert verify_shards(out).problems  # shard 0 now differs from the checksum its entry still has
-    assert _write(other, out).skipped == [] and verify_shards(out).all_ok
+    assert verify_shards(out)[1]  # shard 0 now differs from the checksum its entry still has
+    assert _write(other, out).skipped == [] and not verify_shards(out)[1]
 
 
 def test_crash_between_upload_and_rename(tf, chunked, tmp_path, monkeypatch):
@@ -208,9 +210,9 @@ def test_crash_between_upload_and_rename(tf, chunked, tmp_path, monkeypatch):
         _write(blocks, out)
     assert [p.name for p in out.glob("*.tfrecord")] == ["train-00000-64.tfrecord"]
     assert len(list(out.glob("*.partial-*"))) == 1
-    assert any("leftover" in p for p in verify_shards(out).problems)
+    assert any("leftover" in p for p in verify_shards(out)[1])
     _write(blocks, out)
-    assert list(out.glob("*.partial-*")) == [] and verify_shards(out).all_ok
+    assert list(out.glob("*.partial-*")) == [] and not verify_shards(out)[1]
 
 
 def test_truncated_shard_fails_verification_and_is_rewritten(chunked, tmp_path):
@@ -219,10 +221,10 @@ def test_truncated_shard_fails_verification_and_is_rewritten(chunked, tmp_path):
     shard = out / "train-00001-64.tfrecord"
     data = shard.read_bytes()
     shard.write_bytes(data[: len(data) // 2])  # what the seed's in-place writer leaves when killed
-    report = verify_shards(out)
-    assert report.ok == ["train-00000-64.tfrecord"] and "truncated" in report.problems[0]
+    ok, problems = verify_shards(out)
+    assert ok == ["train-00000-64.tfrecord"] and "truncated" in problems[0]
     rep = _write(chunked[0][:128], out)
-    assert rep.written == ["train-00001-64.tfrecord"] and verify_shards(out).all_ok
+    assert rep.written == ["train-00001-64.tfrecord"] and not verify_shards(out)[1]
 
 
 def test_shards_with_another_block_length_are_refused(tf, spec, chunked, tmp_path):
@@ -254,9 +256,9 @@ def test_pipeline_shapes_cardinality_and_labels(tf, spec, tokenizer, chunked, tm
         assert (b["attention_mask"] == 1).all()
         restored = np.where(b["labels"] != -100, b["labels"], b["input_ids"])
         assert all(tuple(r) in originals for r in restored.tolist())  # labels + inputs give back real blocks
-    x, y = next(iter(make_mlm_dataset(str(out), spec, batch_size=32, labels="tuple", shuffle=False)))
-    assert set(x) == {"input_ids", "attention_mask"} and y.shape == (32, BLOCK)
-    text = show_masked_example((x, y), tokenizer, max_tokens=BLOCK)
+    first = next(iter(make_mlm_dataset(str(out), spec, batch_size=32, shuffle=False)))
+    assert set(first) == {"input_ids", "attention_mask", "labels"} and first["labels"].shape == (32, BLOCK)
+    text = show_masked_example(first, tokenizer, max_tokens=BLOCK)
     assert "[<mask>→" in text and "▁" not in text
 
 
@@ -306,7 +308,7 @@ def test_pipeline_reads_shards_from_gs_through_the_emulator(tf, local_gcs, spec,
     rep = _write(chunked[0][:200], out)
     assert rep.manifest.complete and len(rep.written) == 4
     assert sorted(tf.io.gfile.glob(f"{out}/*.tfrecord")) == [f"{out}/{n}" for n in rep.written]
-    assert verify_shards(out).all_ok
+    assert not verify_shards(out)[1]
     assert _write(chunked[0][:200], out).skipped == rep.written
     ds = make_mlm_dataset(out, spec, batch_size=16, seed=1)
     assert sum(1 for _ in ds) == 200 // 16 == int(ds.cardinality())

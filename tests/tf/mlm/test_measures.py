@@ -1,16 +1,14 @@
-"""tpu_helpers.mlm.measures: the unigram entropy notebook 04 compares with, the context shuffle, the size note."""
+"""Notebook 04's measuring code (its own cells): the unigram entropy it compares with, the context shuffle, the size
+note, the loss at the masks."""
 import math
 
 import numpy as np
 import pytest
+from course_support.mlm import notebook_04_checks
 
-from tpu_helpers.mlm import measures
-from tpu_helpers.mlm.measures import (
-    CONTEXT_BLOCKS_MEASURED,
-    frequency_only_note,
-    scramble_context,
-    unigram_entropy,
-)
+measures = notebook_04_checks()
+CONTEXT_BLOCKS_MEASURED, frequency_only_note = measures.CONTEXT_BLOCKS_MEASURED, measures.frequency_only_note
+scramble_context, unigram_entropy = measures.scramble_context, measures.unigram_entropy
 
 
 def test_unigram_entropy_counts_regular_tokens_only():
@@ -53,7 +51,7 @@ def test_masked_loss_measures_the_labelled_positions_and_refuses_a_batch_too_lar
     refused with what to pass instead, not computed on the host."""
     from transformers import RobertaConfig, TFRobertaForMaskedLM
 
-    from tpu_helpers.mlm.measures import masked_loss
+    masked_loss = measures.masked_loss
 
     config = RobertaConfig(vocab_size=50, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
                            intermediate_size=32, max_position_embeddings=20)

@@ -3,7 +3,7 @@
 The notebooks group of the suite runs notebook 04 with its default, one replica (``jit_compile=True``). Here the same
 notebook runs with ``REPLICAS = 8`` at the ``ci`` profile, copied alone into an empty folder as the notebooks group
 does, in a kernel of its own (logical CPU devices can be set only before TensorFlow initialises them, so not in this
-test process): ``get_strategy`` splits the CPU into 8 devices under a ``MirroredStrategy``, ``fit`` trains on them,
+test process): ``make_strategy`` splits the CPU into 8 devices under a ``MirroredStrategy``, ``fit`` trains on them,
 and the notebook's own cells assert the multi-replica claims (per-replica batch shapes at every step of an epoch, the
 global batch, the steps per epoch, identical replica copies of every variable, the checkpoint restoring every copy).
 At 8 replicas the notebook takes about twice its one-replica time on the 2-core reference machine (two traces of the

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from course_support.mlm import notebook_04_checks
 
 from tpu_helpers.mlm.corpus import load_course_corpus
 from tpu_helpers.mlm.lesson_cells import (
@@ -14,13 +15,13 @@ from tpu_helpers.mlm.lesson_cells import (
     fill_mask_pipeline,
     filter_lines,
     make_mlm_dataset,
-    per_record_baseline,
     roberta_config,
     train_unigram_tokenizer,
     write_shards,
 )
-from tpu_helpers.mlm.measures import compare_pipelines
 
+per_record_baseline = notebook_04_checks().per_record_baseline  # notebook 04's Why? D measure cell
+compare_pipelines = notebook_04_checks().compare_pipelines
 BLOCK = 128
 SPEC = MaskingSpec(mask_token_id=4, vocab_size=500, special_ids=(0, 1, 2, 3, 4), pad_token_id=1)
 

@@ -1,4 +1,4 @@
-"""The connection of notebook 03 (`lesson_cells.make_strategy`) through `get_strategy`: the TPU each runtime connects
+"""The connection of notebook 03 (`lesson_cells.make_strategy`, around it `tpu_tf.strategy`): the TPU each runtime connects
 to, every known failure from TensorFlow's and libtpu's own messages (TensorFlow 2.20's tpu_cluster_resolver.py and
 tpu/client/client.py, openxla/xla tpu_initialize_util.cc), and the real CPU paths in child processes (logical devices
 can only be configured before TensorFlow initialises, and other test modules share this process).
@@ -18,7 +18,6 @@ from tpu_helpers.tpu_tf.checklist import tpu_checklist
 from tpu_helpers.tpu_tf.strategy import (
     check_replicas,
     explain_tpu_error,
-    get_strategy,
     tpu_to_connect,
 )
 from tpu_helpers.xla_tf.lesson_cells import jit_compile_for
@@ -116,11 +115,6 @@ def test_the_replicas_parameter_is_checked_on_a_cpu_and_ignored_on_a_tpu_or_gpus
 
 
 # ------------------------------------------------------------------------------------------ failures
-def test_profile_tpu_without_a_tpu_fails_before_touching_tensorflow():
-    with pytest.raises(RuntimeError, match="'tpu' profile needs a TPU(.|\n)*PROFILE='cpu'"):
-        get_strategy(CPU, profile="tpu", env={})
-
-
 def test_known_failures_say_what_to_do():
     assert "tpu='local'" in explained("Please provide a TPU Name to connect to.", None)
     wrong = explained("Could not lookup TPU metadata from name 'my-tpu'. Please doublecheck the tpu argument in the "
@@ -205,25 +199,30 @@ def test_real_simulated_replicas_on_this_cpu():
         import json, re
         from tpu_helpers.core.runtime import Runtime
         from tpu_helpers.tpu_tf import strategy as st
-        from tpu_helpers.tpu_tf.batches import replica_batch_shapes
         from tpu_helpers.tpu_tf.checklist import tpu_checklist, variables_outside_scope
         from tpu_helpers.xla_tf.lesson_cells import jit_compile_for, strategy_kind
-        def replica_batch_sizes(s, ds, steps=None):
-            return [[shapes[0][0] for shapes in step] for step in replica_batch_shapes(s, ds, steps)]
+        import importlib.util  # tests/course_support/mlm.py by path: tests/ off sys.path (tests/torch is no `torch`)
+        spec = importlib.util.spec_from_file_location("course_support_mlm", "tests/course_support/mlm.py")
+        support = importlib.util.module_from_spec(spec); spec.loader.exec_module(support)
+        checks = support.notebook_04_checks()  # notebook 04's replicas checks, from its cells
+        replica_batch_shapes, unsynced_variables = checks.replica_batch_shapes, checks.unsynced_variables
+        def replica_batch_sizes(s, ds):
+            return [[shapes[0][0] for shapes in step] for step in replica_batch_shapes(s, ds)]
+        from tpu_helpers.tpu_tf.lesson_cells import make_strategy
         r = {}
-        s = st.get_strategy(Runtime("cpu", "local"), cpu_replicas=8, env={})
+        s = make_strategy(cpu_replicas=8)
         r["replicas"], r["kind"] = s.num_replicas_in_sync, strategy_kind(s)
-        r["again"] = st.get_strategy(Runtime("cpu", "local"), cpu_replicas=8, env={}).num_replicas_in_sync
+        r["again"] = make_strategy(cpu_replicas=8).num_replicas_in_sync
         try:                                                      # re-running the cell is fine; another count is not
-            st.get_strategy(Runtime("cpu", "local"), cpu_replicas=4, env={})
-        except RuntimeError as e:
-            r["change"] = str(e)
+            make_strategy(cpu_replicas=4)
+        except Exception as e:  # as notebook 03's connection cell explains it
+            r["change"] = str(st.explain_tpu_error(e, None, Runtime("cpu", "local")))
         import numpy as np, tensorflow as tf, tf_keras as keras
         r["jit_mirrored"] = bool(jit_compile_for(s))
         r["jit_default"] = bool(jit_compile_for(tf.distribute.get_strategy()))
         x = np.arange(100, dtype=np.float32)[:, None]
         r["split32"] = replica_batch_sizes(s, tf.data.Dataset.from_tensor_slices(x).batch(32))
-        r["split10"] = replica_batch_sizes(s, tf.data.Dataset.from_tensor_slices(x).batch(10), steps=1)
+        r["split10"] = replica_batch_sizes(s, tf.data.Dataset.from_tensor_slices(x).batch(10).take(1))
         ds = tf.data.Dataset.from_tensor_slices((x, x)).batch(32, drop_remainder=True)
         def model():
             return keras.Sequential([keras.layers.Dense(1)])
@@ -245,7 +244,6 @@ def test_real_simulated_replicas_on_this_cpu():
             good = model(); good.compile(optimizer="sgd", loss="mse", jit_compile=bool(jit_compile_for(s)))
         good.fit(ds, epochs=1, verbose=0)
         r["checklist"] = [(i.item, i.ok) for i in tpu_checklist(s, model=good, dataset=ds, xla_trained=True)]
-        from tpu_helpers.tpu_tf.checklist import unsynced_variables
         r["shapes_ragged"] = replica_batch_shapes(s, tf.data.Dataset.from_tensor_slices((x, 2 * x)).batch(32))
         r["shapes_default"] = replica_batch_shapes(tf.distribute.get_strategy(), ds)
         trained = good.variables + list(good.optimizer.variables())
@@ -279,21 +277,22 @@ def test_real_errors_on_this_cpu():
         import json
         from tpu_helpers.core.runtime import Runtime
         from tpu_helpers.tpu_tf import strategy as st
+        from tpu_helpers.tpu_tf.lesson_cells import make_strategy
         import tensorflow as tf
         r = {}
         tf.constant(1.0)                                          # TensorFlow has initialised its devices
         try:
-            st.get_strategy(Runtime("cpu", "local"), cpu_replicas=8, env={})
-        except RuntimeError as e:
-            r["late"] = str(e)
+            make_strategy(cpu_replicas=8)
+        except Exception as e:  # as notebook 03's connection cell explains it
+            r["late"] = str(st.explain_tpu_error(e, None, Runtime("cpu", "local")))
         try:
             tf.distribute.cluster_resolver.TPUClusterResolver()
         except ValueError as e:
             r["no_name"] = str(st.explain_tpu_error(e, None, Runtime("cpu", "local")))
         try:
-            st.get_strategy(Runtime("cpu", "local"), tpu="local", env={})
-        except RuntimeError as e:
-            r["local"] = str(e)
+            make_strategy("local")
+        except Exception as e:
+            r["local"] = str(st.explain_tpu_error(e, "local", Runtime("cpu", "local")))
         print(json.dumps(r))
     """)
     assert "already set up its devices" in out["late"] and "restart the kernel" in out["late"]
