@@ -30,12 +30,13 @@ def run(quick: bool) -> Benchmark:
     import optax
     from flax import nnx
 
-    from tpu_helpers.banking77_jax import lesson_cells as nb09
+    from benchmarks.harness import course_support_module
     from tpu_helpers.core.frameworks import use_framework
     from tpu_helpers.shared.banking_queries import banking_queries
     from tpu_helpers.shared.boundaries import choose_boundaries
 
     use_framework("jax")
+    nb09 = course_support_module("examples").load_example("banking77_jax_flax")  # notebook 09's script
     queries = banking_queries(2000 if quick else 6000, seed=0)
     tokenizer = nb09.load_tokenizer("tiny", queries)
     rng = np.random.default_rng(0)

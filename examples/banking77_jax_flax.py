@@ -359,7 +359,7 @@ def restore_into(model: nnx.Module, path: Path) -> nnx.Module:
     return model
 
 
-# ---- notebooks/09_banking77_jax_flax.ipynb, cell 43: main
+# ---- notebooks/09_banking77_jax_flax.ipynb, cell 43 (tagged script): main
 # in the section "8 · The same lesson as a script"
 import argparse
 

@@ -11,7 +11,8 @@ constants), so importing the module runs nothing.
 A saved cell imports public libraries and earlier lessons' ``lesson_cells`` only (`internal_imports`), so a learner
 can take it home. A notebook whose metadata names an ``example`` is also written to ``examples/<example>.py``: the
 same cells as a script a learner runs on a TPU VM, where an earlier lesson's ``lesson_cells`` import becomes that
-lesson's script beside it. Its ``main()`` stands in a cell tagged ``script``: a saved cell that goes into the script
+lesson's script beside it (a lesson that nothing imports, its metadata saying ``"lesson_module": false``, goes home
+as its script only: it has no ``lesson_cells.py``). Its ``main()`` stands in a cell tagged ``script``: a saved cell that goes into the script
 only (an entry point has no place in the wheel's module; nothing imports it).
 """
 from __future__ import annotations
@@ -86,8 +87,9 @@ def _cell_parts(nb: nbformat.NotebookNode, notebook_name: str, script: bool = Fa
 
 
 def render(nb: nbformat.NotebookNode, notebook_name: str) -> str | None:
-    """The text of the notebook's ``lesson_cells.py``, or None when no cell is tagged ``save``."""
-    if not saved_cells(nb):
+    """The text of the notebook's ``lesson_cells.py``, or None when no cell is tagged ``save`` or the notebook's
+    metadata says ``"lesson_module": false`` (its lesson goes home as its example script, and nothing imports it)."""
+    if not saved_cells(nb) or nb.metadata.get("tpu_course", {}).get("lesson_module") is False:
         return None
     return "".join([f'''"""Code that notebook {notebook_name} shows in its cells tagged ``{SAVE_TAG}``, for tests, benchmarks and scripts.
 
@@ -176,6 +178,10 @@ def stale_modules(paths: list[Path], write: bool, root: Path = ROOT) -> list[str
                             render_example(nb, path.name, earlier_packages(paths, path))))
         for target, text in targets:
             if text is None:
+                if target.name == MODULE and target.exists():  # a module this tool generated, no longer wanted
+                    stale.append(str(target.relative_to(root)))
+                    if write:
+                        target.unlink()
                 continue
             if not target.exists() or target.read_text(encoding="utf-8") != text:
                 stale.append(str(target.relative_to(root)))

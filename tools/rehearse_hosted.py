@@ -121,7 +121,7 @@ LESSON_CHECKS = {
               "'lightning', lightning.__version__, BertForSequenceClassification.__name__)"),
     "jax": ("from tpu_helpers.core.frameworks import use_framework; use_framework('jax'); "
             "import jax, flax, optax, orbax.checkpoint, grain, tokenizers, safetensors; "
-            "from tpu_helpers.banking77_jax import lesson_cells; "
+            "from tpu_helpers.banking77_jax import exercise_checks; "
             "print('jax', jax.__version__, 'flax', flax.__version__, 'grain imported', grain.__name__)"),
 }
 VERSIONS_SHOWN = ("tensorflow", "tensorflow-tpu", "tensorflow-cpu", "keras", "tf-keras", "torch", "torch-xla",

@@ -6,8 +6,10 @@ from course_testing import failed, skeleton
 jax = pytest.importorskip("jax")
 
 from tpu_helpers.banking77_jax import exercise_checks as checks  # noqa: E402
-from tpu_helpers.banking77_jax import lesson_cells as nb09  # noqa: E402
+from course_support.examples import load_example  # noqa: E402
 from tpu_helpers.banking77_jax import solutions  # noqa: E402
+
+nb09 = load_example("banking77_jax_flax")  # notebook 09's lesson: its script (no lesson_cells.py)
 
 
 @pytest.fixture(scope="module")

