@@ -5,8 +5,9 @@ from course_testing import failed, skeleton
 
 jax = pytest.importorskip("jax")
 
-from tpu_helpers.banking77_jax import exercise_checks as checks  # noqa: E402
 from course_support.examples import load_example  # noqa: E402
+
+from tpu_helpers.banking77_jax import exercise_checks as checks  # noqa: E402
 from tpu_helpers.banking77_jax import solutions  # noqa: E402
 
 nb09 = load_example("banking77_jax_flax")  # notebook 09's lesson: its script (no lesson_cells.py)
