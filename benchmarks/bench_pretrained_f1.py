@@ -79,7 +79,7 @@ def plain_loop(model, train_ds, test_ds, tokenizer, seed: int) -> float:
 
 
 def run(quick: bool) -> Benchmark:
-    from tpu_helpers.banking77 import dataset, launch
+    from tpu_helpers.banking77 import dataset, launch, lesson_cells
     from tpu_helpers.banking77.config import TrainConfig
     from tpu_helpers.core.runtime import Runtime
     from tpu_helpers.shared.boundaries import choose_boundaries
@@ -88,7 +88,7 @@ def run(quick: bool) -> Benchmark:
     ckpt = checkpoint()
     data = dataset.load_banking77("synthetic", n_train_per_label=per_label, n_test_per_label=test_per_label, seed=0)
     tok = dataset.load_tokenizer(ckpt)
-    enc = dataset.tokenize(data.dataset, tok, MAX_LENGTH, padding="none")
+    enc = lesson_cells.tokenize(data.dataset, tok, MAX_LENGTH)
     bounds = choose_boundaries([len(x) for x in enc["train"]["input_ids"]], MAX_LENGTH)
     plan = launch.plan_launch(Runtime("cpu", "local"), env={}, ipython=None)
     from course_support.banking77 import run_as_notebook

@@ -24,7 +24,9 @@ def build(seed: int, per_label: int, max_length: int | None, tokenizer_dir: str 
         tokenizer = dataset.load_tokenizer("tiny", data.dataset["train"]["text"], vocab_size=300)
     if max_length is None:
         return data, tokenizer, None, None
-    encoded = dataset.tokenize(data.dataset, tokenizer, max_length, padding="none")
+    from tpu_helpers.banking77.lesson_cells import tokenize  # imports accelerate: after the environment
+
+    encoded = tokenize(data.dataset, tokenizer, max_length)
     model = dataset.make_model("tiny", data, vocab_size=len(tokenizer), max_length=max_length, hidden_size=32,
                                seed=seed)
     return data, tokenizer, encoded, model
