@@ -75,9 +75,9 @@ def plain_loop(model, train_ds, tokenizer, boundaries, epochs: int, seed: int) -
 
 def run(quick: bool) -> Benchmark:
     from course_support.banking77 import run_as_notebook
+    from course_support.train_config import TrainConfig
 
     from tpu_helpers.banking77 import dataset, launch, lesson_cells
-    from tpu_helpers.banking77.config import TrainConfig
     from tpu_helpers.banking77.lesson_cells import training_function  # notebook 05's cell
     from tpu_helpers.core.runtime import Runtime
     from tpu_helpers.shared.boundaries import choose_boundaries

@@ -79,8 +79,9 @@ def plain_loop(model, train_ds, test_ds, tokenizer, seed: int) -> float:
 
 
 def run(quick: bool) -> Benchmark:
+    from course_support.train_config import TrainConfig
+
     from tpu_helpers.banking77 import dataset, launch, lesson_cells
-    from tpu_helpers.banking77.config import TrainConfig
     from tpu_helpers.core.runtime import Runtime
     from tpu_helpers.shared.boundaries import choose_boundaries
 

@@ -127,7 +127,8 @@ class RunLog:
     """The training function's optional bookkeeping: counters, timers, the loss read once per epoch, the report.
     Made before `accelerator.prepare`: it wraps the loaders' collate functions to count tokens and shapes."""
 
-    def __init__(self, accelerator, config, train_dl, eval_dl, *, report_path: str | None = None):
+    def __init__(self, accelerator, config, train_dl, eval_dl, *, report_path: str | None = None,
+                 timeout_s: float | None = None):
         from accelerate.utils import DistributedType
 
         from tpu_helpers.banking77.evaluation import check_evaluation_plan
@@ -135,7 +136,7 @@ class RunLog:
         self.accelerator, self.config = accelerator, config
         self.report_path = report_path or getattr(config, "report_path", None)
         self.progress = getattr(config, "progress", True)
-        self.timeout_s = getattr(config, "replica_timeout_s", 300.0)
+        self.timeout_s = timeout_s or getattr(config, "replica_timeout_s", 300.0)  # gloo: a replica waits that long
         self.n_proc, self.main = accelerator.num_processes, accelerator.is_main_process
         self.steps_per_epoch = len(train_dl) // self.n_proc  # each replica's share of the batches
         self.on_xla = accelerator.distributed_type == DistributedType.XLA

@@ -39,9 +39,9 @@ def main(n: int, plant: str, report_path: str, timeout_s: float) -> None:
     launch.prepare_environment(plan)  # USE_TORCH_XLA=0, one OpenMP thread: before accelerate is imported
 
     from course_support.banking77 import run_as_notebook
+    from course_support.train_config import TrainConfig
 
     from tpu_helpers.banking77 import lesson_cells
-    from tpu_helpers.banking77.config import TrainConfig
     from tpu_helpers.shared.boundaries import choose_boundaries
 
     fn = lesson_cells.training_function  # notebook 05's cell, generated into the package

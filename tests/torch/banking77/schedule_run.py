@@ -118,9 +118,9 @@ def main(option: str, model_name: str = "tiny") -> None:
     import numpy as np
     import torch
     import torch_xla
+    from course_support.train_config import TrainConfig
 
     from tpu_helpers.banking77 import dataset, launch, lesson_cells
-    from tpu_helpers.banking77.config import TrainConfig
     from tpu_helpers.core.runtime import Runtime
 
     launch.prepare_environment(launch.plan_launch(Runtime("cpu", "local"), env={}, ipython=None))

