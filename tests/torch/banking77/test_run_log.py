@@ -18,7 +18,6 @@ pytest.importorskip("accelerate")
 from course_support.train_config import TrainConfig  # noqa: E402
 
 from tpu_helpers.banking77 import dataset, launch, lesson_cells  # noqa: E402
-from tpu_helpers.banking77.evaluation import weighted_f1  # noqa: E402
 from tpu_helpers.banking77.lesson_cells import make_loaders, scaled_learning_rate  # noqa: E402
 from tpu_helpers.banking77.run_log import TrainReport  # noqa: E402
 from tpu_helpers.core.runtime import Runtime  # noqa: E402
@@ -191,9 +190,3 @@ def test_the_notebook_shows_the_training_function_and_the_launcher_call_in_cells
     launch_cell = next(c for c in cells if "notebook_launcher(training_function" in c)
     assert "torch_xla.launch(" in launch_cell and "debug_launcher(" in launch_cell and launch_cell != fn
     assert inspect.getsource(lesson_cells.launch_training).rstrip() in launch_cell
-
-
-def test_weighted_f1_is_sklearns_and_refuses_unequal_lengths():
-    assert weighted_f1([0, 1, 2, 2], [0, 1, 1, 2]) == pytest.approx(0.75)  # by hand: (1·1 + 2/3·2 + 2/3·1) / 4
-    with pytest.raises(ValueError):
-        weighted_f1([1, 2], [1])
