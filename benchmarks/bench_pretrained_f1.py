@@ -44,10 +44,9 @@ def plain_loop(model, train_ds, test_ds, tokenizer, seed: int) -> float:
     import numpy as np
     import torch
     import torch_xla
+    from sklearn.metrics import f1_score
     from torch.utils.data import DataLoader
     from transformers import DataCollatorWithPadding, get_linear_schedule_with_warmup
-
-    from sklearn.metrics import f1_score
 
     device = torch_xla.device()
     collate = DataCollatorWithPadding(tokenizer, padding="max_length", max_length=MAX_LENGTH)
