@@ -118,9 +118,9 @@ def main(option: str, model_name: str = "tiny") -> None:
     import numpy as np
     import torch
     import torch_xla
-    from course_support.train_config import TrainConfig
 
     from tpu_helpers.banking77 import dataset, launch, lesson_cells
+    from tpu_helpers.banking77.lesson_cells import TrainConfig
     from tpu_helpers.core.runtime import Runtime
 
     launch.prepare_environment(launch.plan_launch(Runtime("cpu", "local"), env={}, ipython=None))
@@ -130,7 +130,7 @@ def main(option: str, model_name: str = "tiny") -> None:
     tiny = dict(hidden_size=16, layers=1, heads=1) if model_name == "tiny" else {}
     model = dataset.make_model(model_name, data, vocab_size=len(tokenizer), max_length=MAX_LENGTH, seed=0, **tiny)
     config = TrainConfig(epochs=EPOCHS, batch_size=BATCH, eval_batch_size=2 * BATCH, learning_rate=LR,
-                         padding="max_length", max_length=MAX_LENGTH, progress=False, seed=0)
+                         padding="max_length", max_length=MAX_LENGTH, seed=0)
     try:
         epochs = variant(option)(model, enc["train"], enc["test"], config, tokenizer, Probe)
     finally:
