@@ -75,9 +75,9 @@ def plain_loop(model, train_ds, tokenizer, boundaries, epochs: int, seed: int) -
 
 def run(quick: bool) -> Benchmark:
     from course_support.banking77 import run_as_notebook
+    from course_support.train_config import TrainConfig
 
-    from tpu_helpers.banking77 import dataset, launch
-    from tpu_helpers.banking77.config import TrainConfig
+    from tpu_helpers.banking77 import dataset, launch, lesson_cells
     from tpu_helpers.banking77.lesson_cells import training_function  # notebook 05's cell
     from tpu_helpers.core.runtime import Runtime
     from tpu_helpers.shared.boundaries import choose_boundaries
@@ -87,7 +87,7 @@ def run(quick: bool) -> Benchmark:
     rounds = 2 if quick else 3
     data = dataset.load_banking77("synthetic", n_train_per_label=per_label, n_test_per_label=2)
     tok = dataset.load_tokenizer("tiny", data.dataset["train"]["text"])
-    enc = dataset.tokenize(data.dataset, tok, MAX_LENGTH, padding="none")
+    enc = lesson_cells.tokenize(data.dataset, tok, MAX_LENGTH)
     bounds = choose_boundaries([len(x) for x in enc["train"]["input_ids"]], MAX_LENGTH)
     plan = launch.plan_launch(Runtime("cpu", "local"), env={}, ipython=None)
 

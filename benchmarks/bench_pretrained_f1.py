@@ -44,10 +44,9 @@ def plain_loop(model, train_ds, test_ds, tokenizer, seed: int) -> float:
     import numpy as np
     import torch
     import torch_xla
+    from sklearn.metrics import f1_score
     from torch.utils.data import DataLoader
     from transformers import DataCollatorWithPadding, get_linear_schedule_with_warmup
-
-    from tpu_helpers.banking77.evaluation import weighted_f1
 
     device = torch_xla.device()
     collate = DataCollatorWithPadding(tokenizer, padding="max_length", max_length=MAX_LENGTH)
@@ -75,12 +74,13 @@ def plain_loop(model, train_ds, test_ds, tokenizer, seed: int) -> float:
             refs.append(batch["labels"].numpy())
             batch = {k: v.to(device) for k, v in batch.items()}
             preds.append(model(**batch).logits.argmax(-1).cpu().numpy())
-    return weighted_f1(np.concatenate(preds).tolist(), np.concatenate(refs).tolist())  # (predictions, references)
+    return float(f1_score(np.concatenate(refs), np.concatenate(preds), average="weighted", zero_division=0))
 
 
 def run(quick: bool) -> Benchmark:
-    from tpu_helpers.banking77 import dataset, launch
-    from tpu_helpers.banking77.config import TrainConfig
+    from course_support.train_config import TrainConfig
+
+    from tpu_helpers.banking77 import dataset, launch, lesson_cells
     from tpu_helpers.core.runtime import Runtime
     from tpu_helpers.shared.boundaries import choose_boundaries
 
@@ -88,7 +88,7 @@ def run(quick: bool) -> Benchmark:
     ckpt = checkpoint()
     data = dataset.load_banking77("synthetic", n_train_per_label=per_label, n_test_per_label=test_per_label, seed=0)
     tok = dataset.load_tokenizer(ckpt)
-    enc = dataset.tokenize(data.dataset, tok, MAX_LENGTH, padding="none")
+    enc = lesson_cells.tokenize(data.dataset, tok, MAX_LENGTH)
     bounds = choose_boundaries([len(x) for x in enc["train"]["input_ids"]], MAX_LENGTH)
     plan = launch.plan_launch(Runtime("cpu", "local"), env={}, ipython=None)
     from course_support.banking77 import run_as_notebook

@@ -5,20 +5,14 @@ from __future__ import annotations
 from typing import Iterable, Sequence
 
 from tpu_helpers.core.hub import hub_access, pinned_revision
-from tpu_helpers.shared.banking77_data import (  # noqa: F401  (notebook 05 and its tests read them from here)
-    _OFFLINE_DATA,
+from tpu_helpers.shared.banking77_data import (  # noqa: F401  (notebooks 02, 05, 07 and the tests read them here)
     _OFFLINE_MODEL,
-    HUB_REPO,
-    HUB_REVISION,
-    SYNTHETIC_NOTE,
     Banking77Data,
     Banking77Error,
     load_banking77,
     load_csv_dir,
-    load_hub,
     make_synthetic,
 )
-from tpu_helpers.shared.banking_queries import BANKING77_LABELS  # noqa: F401
 
 
 def train_wordpiece_tokenizer(texts: Iterable[str], vocab_size: int = 2000):
@@ -45,24 +39,16 @@ def load_tokenizer(model_name: str, train_texts: Iterable[str] = (), vocab_size:
 
 def make_model(model_name: str, data: Banking77Data, *, vocab_size: int | None = None, max_length: int = 128,
                hidden_size: int = 64, layers: int = 2, heads: int = 2, seed: int = 0):
-    """A classifier labelled from ``data``: ``"tiny"`` (a small BERT) or a Hub model; attention masks kept on device."""
-    import torch
-    from transformers import AutoModelForSequenceClassification, BertConfig, BertForSequenceClassification
+    """Notebook 05's `make_model` labelled from ``data``: ``"tiny"`` (a small BERT) or a Hub model, its pinned revision."""
+    from tpu_helpers.banking77.lesson_cells import make_model as lesson_model
 
-    from tpu_helpers.xla_torch.lesson_cells import keep_attention_masks_on_device
-
-    keep_attention_masks_on_device()  # as notebook 05's section 4 does: else padding_mask.all() is read on the host
-    torch.manual_seed(seed)
-    labels = dict(num_labels=data.num_labels, id2label=data.id2label, label2id=data.label2id,
-                  attn_implementation="eager")
     if model_name == "tiny":
-        config = BertConfig(vocab_size=vocab_size, hidden_size=hidden_size, num_hidden_layers=layers,
-                            num_attention_heads=heads, intermediate_size=4 * hidden_size,
-                            max_position_embeddings=max(max_length, 64), **labels)
-        return BertForSequenceClassification(config)
+        return lesson_model("tiny", data.label_names, seed, vocab_size=vocab_size, hidden_size=hidden_size,
+                            num_hidden_layers=layers, num_attention_heads=heads, intermediate_size=4 * hidden_size,
+                            max_position_embeddings=max(max_length, 64))
     with hub_access(repr(model_name), _OFFLINE_MODEL, error=Banking77Error) as local_only:
-        return AutoModelForSequenceClassification.from_pretrained(
-            model_name, revision=pinned_revision(model_name), local_files_only=local_only, **labels)
+        return lesson_model(model_name, data.label_names, seed, revision=pinned_revision(model_name),
+                            local_files_only=local_only)
 
 
 def token_lengths(texts: Sequence[str], tokenizer) -> list[int]:
@@ -76,15 +62,3 @@ def length_summary(lengths: Sequence[int], max_length: int) -> dict[str, float]:
     return {"texts": n, "max_length": max_length, "longest": ordered[-1], "median": ordered[n // 2],
             "p99": ordered[min(n - 1, int(0.99 * n))], "truncated_share": sum(x > max_length for x in lengths) / n,
             "padding_share": 1 - sum(min(x, max_length) for x in lengths) / (n * max_length)}
-
-
-def tokenize(dataset, tokenizer, max_length: int, *, padding: str = "max_length"):
-    """Tokenized splits with ``labels``: padded to ``max_length`` (torch format) or ``padding="none"`` (lists)."""
-    out = dataset.map(lambda batch: tokenizer(batch["text"], truncation=True, max_length=max_length,
-                                              padding="max_length" if padding == "max_length" else False),
-                      batched=True, remove_columns=["text"]).rename_column("label", "labels")
-    columns = [c for c in ("input_ids", "token_type_ids", "attention_mask", "labels") if c in out["train"].column_names]
-    if padding == "max_length":
-        out.set_format("torch", columns=columns)
-        return out
-    return out.select_columns(columns)

@@ -127,7 +127,8 @@ class RunLog:
     """The training function's optional bookkeeping: counters, timers, the loss read once per epoch, the report.
     Made before `accelerator.prepare`: it wraps the loaders' collate functions to count tokens and shapes."""
 
-    def __init__(self, accelerator, config, train_dl, eval_dl, *, report_path: str | None = None):
+    def __init__(self, accelerator, config, train_dl, eval_dl, *, report_path: str | None = None,
+                 timeout_s: float | None = None):
         from accelerate.utils import DistributedType
 
         from tpu_helpers.banking77.evaluation import check_evaluation_plan
@@ -135,7 +136,7 @@ class RunLog:
         self.accelerator, self.config = accelerator, config
         self.report_path = report_path or getattr(config, "report_path", None)
         self.progress = getattr(config, "progress", True)
-        self.timeout_s = getattr(config, "replica_timeout_s", 300.0)
+        self.timeout_s = timeout_s or getattr(config, "replica_timeout_s", 300.0)  # gloo: a replica waits that long
         self.n_proc, self.main = accelerator.num_processes, accelerator.is_main_process
         self.steps_per_epoch = len(train_dl) // self.n_proc  # each replica's share of the batches
         self.on_xla = accelerator.distributed_type == DistributedType.XLA
@@ -182,8 +183,7 @@ class RunLog:
     def end_epoch(self, predictions, labels) -> EpochStats:
         """After the evaluation: score the predictions in the test set's order; start the next epoch."""
         import numpy as np
-
-        from tpu_helpers.banking77.evaluation import weighted_f1
+        from sklearn.metrics import f1_score
 
         preds, refs = np.asarray(predictions), np.asarray(labels)
         if self.eval_order is not None:  # bucketed evaluation runs in length order: back to the test order
@@ -191,8 +191,9 @@ class RunLog:
             preds, refs = preds[back], refs[back]
         self.predictions, self.references = preds.tolist(), refs.tolist()
         samples = self.steps_per_epoch * self.config.batch_size * self.n_proc
+        f1 = float(f1_score(refs, preds, average="weighted", zero_division=0))  # what the training function prints
         stats = EpochStats(
-            epoch=self.epoch, loss=self._mean_loss, f1=weighted_f1(self.predictions, self.references),
+            epoch=self.epoch, loss=self._mean_loss, f1=f1,
             train_samples=samples, train_seconds=self._train_seconds, samples_per_second=samples / self._train_seconds,
             train_xla=self._train_xla, eval_xla=self._counters.update().as_dict() if self._counters else None,
             train_tokens=self._train_tokens, eval_tokens=self.eval_collate.stats())

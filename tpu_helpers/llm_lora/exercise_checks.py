@@ -4,18 +4,10 @@ from __future__ import annotations
 from typing import Callable
 
 from tpu_helpers.core.exercises import answer_for, call_answer, run_check
+from tpu_helpers.llm_lora.sources import tiny_llama
 
 answer = answer_for(__package__)  # the notebook's answers, or this package's solutions.py when solutions are on
 PROJECTIONS = ("q_proj", "k_proj", "v_proj", "o_proj")
-
-
-def _tiny_llama(seed: int):
-    import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    torch.manual_seed(seed)
-    return LlamaForCausalLM(LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                                        num_attention_heads=4, num_key_value_heads=2))
 
 
 def check_all_attention_lora(all_attention_lora: Callable, r: int = 4):
@@ -25,7 +17,7 @@ def check_all_attention_lora(all_attention_lora: Callable, r: int = 4):
         import torch
         from peft import get_peft_model
 
-        base = _tiny_llama(1010)
+        base = tiny_llama(64, 1010, hidden=32)
         ids = torch.arange(12).reshape(2, 6)
         with torch.no_grad():
             want_logits = base(input_ids=ids).logits
@@ -56,7 +48,7 @@ def check_merge_by_hand(merge_by_hand: Callable, r: int = 4, alpha: int = 8):
         import torch
         from peft import LoraConfig, get_peft_model
 
-        model = get_peft_model(_tiny_llama(1011), LoraConfig(r=r, lora_alpha=alpha, target_modules=["q_proj"]))
+        model = get_peft_model(tiny_llama(64, 1011, hidden=32), LoraConfig(r=r, lora_alpha=alpha, target_modules=["q_proj"]))
         layer = model.base_model.model.model.layers[0].self_attn.q_proj
         with torch.no_grad():
             torch.manual_seed(7)

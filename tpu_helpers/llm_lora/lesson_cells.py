@@ -6,24 +6,11 @@ Edit the cells in the notebook, then run ./course links (a test fails while this
 # ruff: noqa: E402, F811, I001  (the cells' own imports, cell by cell, as the learner reads them)
 
 
-# ---- notebooks/10_llm_lora_fsdp.ipynb, cell 10: read_banking77, prompt_ids, answer_ids, chat_row
+# ---- notebooks/10_llm_lora_fsdp.ipynb, cell 10: prompt_ids, answer_ids, chat_row
 # in the section "2 · The data: BANKING77 as text, loss on the answer only"
-from pathlib import Path
-
-import datasets
+from tpu_helpers.banking77.lesson_cells import read_banking77  # notebook 05's: the Hub's export or CSV files
 
 PROMPT = "Name the banking intent of this query: {query}"
-
-
-def read_banking77(csv_dir: str | None = None) -> datasets.DatasetDict:
-    """BANKING77's train and test splits (text, label): the Hub's parquet export, or ``csv_dir``'s train/test.csv."""
-    if csv_dir is None:
-        return datasets.load_dataset("PolyAI/banking77", revision="refs/convert/parquet")
-    files = {split: str(Path(csv_dir) / f"{split}.csv") for split in ("train", "test")}
-    raw = datasets.load_dataset("csv", data_files=files, keep_default_na=False)  # columns: text, category
-    names = sorted(set(raw["train"]["category"]))
-    features = datasets.Features({"text": datasets.Value("string"), "label": datasets.ClassLabel(names=names)})
-    return raw.map(lambda r: {"label": names.index(r["category"])}, remove_columns=["category"]).cast(features)
 
 
 def prompt_ids(tokenizer, query):

@@ -6,7 +6,6 @@ from typing import Any, Iterable
 
 from tpu_helpers.core.hub import hub_access
 
-HUB_MODEL = "HuggingFaceTB/SmolLM2-135M-Instruct"  # Apache-2.0, no licence click (huggingface.co/HuggingFaceTB)
 # ChatML, the format of SmolLM2-Instruct's own template: the tiny tokenizer gets one too, so every profile runs it
 CHATML = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
           "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 import atexit
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -20,27 +21,26 @@ class LessonInputError(ValueError):
     """A parameter of notebook 10 that cannot work; the message says what to change."""
 
 
-_DUMPS: list[tempfile.TemporaryDirectory] = []  # XLA writes into the folder at every compilation, until removed
+_MADE: list[str] = []
 
 
 def dump_compiled_hlo() -> Path:
-    """Ask XLA to write each compiled graph's HLO as text (XLA_FLAGS: set before the runtime starts) into a folder of
-    this process's own (`remove_hlo_dumps`, or Python's exit, removes it)."""
+    """XLA writes each compiled graph's HLO as text into this process's own folder (XLA_FLAGS: before the runtime)."""
     flags = os.environ.get("XLA_FLAGS", "")
     if DUMP_FLAG in flags:  # a rerun in this kernel: the runtime read the flags already
         return Path(flags.split(DUMP_FLAG)[1].split()[0])
-    _DUMPS.append(tempfile.TemporaryDirectory(prefix="tpu-course-10-hlo-"))
-    atexit.register(_DUMPS[-1].cleanup)  # again at exit: XLA recreates the folder at a compilation after a cleanup
-    folder = Path(_DUMPS[-1].name)
+    folder = tempfile.mkdtemp(prefix="tpu-course-10-hlo-")
+    _MADE.append(folder)
+    atexit.register(shutil.rmtree, folder, True)  # again at exit: XLA recreates it at a later compilation
     os.environ["XLA_FLAGS"] = (f"{flags} {DUMP_FLAG}{folder} --xla_dump_hlo_as_text "
                                "--xla_dump_hlo_module_re=SyncTensorsGraph").strip()
-    return folder
+    return Path(folder)
 
 
 def remove_hlo_dumps() -> None:
-    """Remove the dump folder this process made (XLA recreates it at a later compilation: Python's exit removes it)."""
-    for folder in _DUMPS:
-        folder.cleanup()
+    """Remove the dump folder `dump_compiled_hlo` made in this process (Python's exit removes it again)."""
+    for folder in _MADE:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def check_devices(devices: int, replicas: int, is_tpu: bool) -> None:
@@ -117,18 +117,15 @@ def bytes_per_device(model: Any) -> dict[str, int]:
     return held
 
 
-_STEP_HLO: dict[str, str] = {}  # per folder, the largest graph this process dumped: a rerun in the same kernel runs
-# the cached step, which XLA does not dump again after `remove_hlo_dumps`
+_STEP_HLO: dict[str, str] = {}  # per folder, the largest graph dumped: a rerun in the kernel runs the cached step
 
 
 def step_collectives(folder: Path) -> dict[str, int]:
     """Collectives in the largest graph (the training step) this process compiled, from XLA's dump after optimisation."""
-    dumps = sorted(Path(folder).glob("*after_optimizations.txt"), key=lambda f: f.stat().st_size)
-    text = dumps[-1].read_text() if dumps else ""
-    if len(text) > len(_STEP_HLO.get(str(folder), "")):
-        _STEP_HLO[str(folder)] = text
-    text = _STEP_HLO.get(str(folder), "")
-    return {op: len(re.findall(rf"= \S+ {op}\(", text)) for op in COLLECTIVES}
+    for dump in Path(folder).glob("*after_optimizations.txt"):
+        if len(text := dump.read_text()) > len(_STEP_HLO.get(str(folder), "")):
+            _STEP_HLO[str(folder)] = text
+    return {op: len(re.findall(rf"= \S+ {op}\(", _STEP_HLO.get(str(folder), ""))) for op in COLLECTIVES}
 
 
 def replay_first_step(lora_cpu: Any, rows: list[dict], lr: float, max_grad_norm: float = 1.0) -> dict[str, Any]:

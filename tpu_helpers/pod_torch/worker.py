@@ -24,7 +24,9 @@ def build(seed: int, per_label: int, max_length: int | None, tokenizer_dir: str 
         tokenizer = dataset.load_tokenizer("tiny", data.dataset["train"]["text"], vocab_size=300)
     if max_length is None:
         return data, tokenizer, None, None
-    encoded = dataset.tokenize(data.dataset, tokenizer, max_length, padding="none")
+    from tpu_helpers.banking77.lesson_cells import tokenize  # imports accelerate: after the environment
+
+    encoded = tokenize(data.dataset, tokenizer, max_length)
     model = dataset.make_model("tiny", data, vocab_size=len(tokenizer), max_length=max_length, hidden_size=32,
                                seed=seed)
     return data, tokenizer, encoded, model
@@ -48,16 +50,15 @@ def restore(folder: str) -> dict:
     return {"weights_digest": torch_weights_digest(model), "parameters": sum(p.numel() for p in model.parameters())}
 
 
-def train_and_save(model, train_ds, eval_ds, config, tokenizer, save: str | None, report: str | None) -> None:
+def train_and_save(model, train_ds, eval_ds, config, tokenizer, save: str | None, report: str | None, log) -> None:
     """Notebook 05's `training_function` unchanged; the job's main process saves; every process reports."""
     import torch.distributed as dist
     from accelerate import PartialState
 
     from tpu_helpers.banking77.lesson_cells import training_function
     from tpu_helpers.banking77.replicas import torch_weights_digest
-    from tpu_helpers.banking77.run_log import RunLog
 
-    training_function(model, train_ds, eval_ds, config, tokenizer, RunLog)  # RunLog: the report notebook 08 reads
+    training_function(model, train_ds, eval_ds, config, tokenizer, log)  # log: RunLog, the report notebook 08 reads
     state = PartialState()
     saved = None
     if state.is_main_process and save:  # one process of one host writes the model
@@ -106,22 +107,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"tokenizer saved to {prepare(args.prepare, args.seed, args.per_label)}")
         return 0
     from datetime import timedelta
+    from functools import partial
 
     import torch.distributed as dist
 
-    from tpu_helpers.banking77.config import TrainConfig
+    from tpu_helpers.banking77.lesson_cells import TrainConfig
     from tpu_helpers.banking77.replicas import ReplicaMismatchError
+    from tpu_helpers.banking77.run_log import RunLog
     from tpu_helpers.shared.boundaries import choose_boundaries
 
     max_length = 32
     data, tokenizer, encoded, model = build(args.seed, args.per_label, max_length, args.tokenizer)
     bounds = choose_boundaries([len(x) for x in encoded["train"]["input_ids"]], max_length)
     config = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, eval_batch_size=2 * args.batch_size,
-                         learning_rate=2e-3, progress=True, padding="buckets", boundaries=bounds,
-                         max_length=max_length, replica_timeout_s=args.timeout, seed=args.seed,
-                         mixed_precision="bf16" if on_tpu else "no",
-                         report_path=os.path.join(args.report, "report.json") if args.report else None)
-    fn_args = (model, encoded["train"], encoded["test"], config, tokenizer, args.save, args.report)
+                         learning_rate=2e-3, padding="buckets", boundaries=bounds, max_length=max_length,
+                         seed=args.seed, mixed_precision="bf16" if on_tpu else "no")
+    log = partial(RunLog, timeout_s=args.timeout,
+                  report_path=os.path.join(args.report, "report.json") if args.report else None)
+    fn_args = (model, encoded["train"], encoded["test"], config, tokenizer, args.save, args.report, log)
     try:
         if on_tpu:  # a TPU VM worker: notebook 05's own launch cell, torch_xla.launch: a process per chip
             from tpu_helpers.banking77 import launch

@@ -39,9 +39,9 @@ def main(n: int, plant: str, report_path: str, timeout_s: float) -> None:
     launch.prepare_environment(plan)  # USE_TORCH_XLA=0, one OpenMP thread: before accelerate is imported
 
     from course_support.banking77 import run_as_notebook
+    from course_support.train_config import TrainConfig
 
     from tpu_helpers.banking77 import lesson_cells
-    from tpu_helpers.banking77.config import TrainConfig
     from tpu_helpers.shared.boundaries import choose_boundaries
 
     fn = lesson_cells.training_function  # notebook 05's cell, generated into the package
@@ -68,7 +68,7 @@ def main(n: int, plant: str, report_path: str, timeout_s: float) -> None:
         replicas.check_plans_agree = lambda accelerator, plan, timeout_s: None
     data = dataset.load_banking77("synthetic", n_train_per_label=4, n_test_per_label=1, seed=5)
     tok = dataset.load_tokenizer("tiny", data.dataset["train"]["text"], vocab_size=300)
-    enc = dataset.tokenize(data.dataset, tok, 32, padding="none")
+    enc = lesson_cells.tokenize(data.dataset, tok, 32)
     bounds = choose_boundaries([len(x) for x in enc["train"]["input_ids"]], 32)
     model = dataset.make_model("tiny", data, vocab_size=len(tok), max_length=32, hidden_size=32)
     config = TrainConfig(epochs=2, batch_size=8, eval_batch_size=16, learning_rate=2e-3, progress=False,

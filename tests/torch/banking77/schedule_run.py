@@ -119,18 +119,18 @@ def main(option: str, model_name: str = "tiny") -> None:
     import torch
     import torch_xla
 
-    from tpu_helpers.banking77 import dataset, launch
-    from tpu_helpers.banking77.config import TrainConfig
+    from tpu_helpers.banking77 import dataset, launch, lesson_cells
+    from tpu_helpers.banking77.lesson_cells import TrainConfig
     from tpu_helpers.core.runtime import Runtime
 
     launch.prepare_environment(launch.plan_launch(Runtime("cpu", "local"), env={}, ipython=None))
     data = dataset.load_banking77("synthetic", n_train_per_label=PER_LABEL, n_test_per_label=1, seed=0)
     tokenizer = dataset.load_tokenizer(model_name, data.dataset["train"]["text"])
-    enc = dataset.tokenize(data.dataset, tokenizer, MAX_LENGTH, padding="none")
+    enc = lesson_cells.tokenize(data.dataset, tokenizer, MAX_LENGTH)
     tiny = dict(hidden_size=16, layers=1, heads=1) if model_name == "tiny" else {}
     model = dataset.make_model(model_name, data, vocab_size=len(tokenizer), max_length=MAX_LENGTH, seed=0, **tiny)
     config = TrainConfig(epochs=EPOCHS, batch_size=BATCH, eval_batch_size=2 * BATCH, learning_rate=LR,
-                         padding="max_length", max_length=MAX_LENGTH, progress=False, seed=0)
+                         padding="max_length", max_length=MAX_LENGTH, seed=0)
     try:
         epochs = variant(option)(model, enc["train"], enc["test"], config, tokenizer, Probe)
     finally:

@@ -17,7 +17,8 @@ pytest.importorskip("transformers")
 from course_support.banking77 import write_csv_dir, write_hub_layout  # noqa: E402
 
 from tpu_helpers.banking77 import dataset  # noqa: E402
-from tpu_helpers.banking77.dataset import BANKING77_LABELS, Banking77Error  # noqa: E402
+from tpu_helpers.banking77.dataset import Banking77Error  # noqa: E402
+from tpu_helpers.shared.banking_queries import BANKING77_LABELS  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -122,7 +123,7 @@ def test_hub_offline_gives_a_clear_message_not_a_traceback(tmp_path):
     assert "DATA_SOURCE='synthetic'" in out.stdout and "Traceback" not in out.stdout + out.stderr
 
 
-def test_tiny_tokenizer_lengths_and_fixed_length_encoding(synthetic):
+def test_tiny_tokenizer_and_lengths(synthetic):
     tok = dataset.load_tokenizer("tiny", synthetic.dataset["train"]["text"], vocab_size=500)
     assert type(tok).__name__ == "BertTokenizer" and tok.is_fast and tok.cls_token == "[CLS]" and 50 < len(tok) <= 500
     texts = synthetic.dataset["test"]["text"][:5]
@@ -131,11 +132,6 @@ def test_tiny_tokenizer_lengths_and_fixed_length_encoding(synthetic):
     summary = dataset.length_summary([5, 10, 20, 40], 16)
     assert summary["truncated_share"] == 0.5 and summary["longest"] == 40
     assert summary["padding_share"] == pytest.approx(1 - (5 + 10 + 16 + 16) / 64)
-    enc = dataset.tokenize(synthetic.dataset, tok, 16)
-    row = enc["train"][0]
-    assert set(row) == {"input_ids", "token_type_ids", "attention_mask", "labels"}
-    assert all(tuple(enc[s][i]["input_ids"].shape) == (16,) for s in ("train", "test") for i in range(5))
-    assert int(row["labels"]) == synthetic.dataset["train"][0]["label"]
 
 
 def test_tiny_model_takes_its_labels_from_the_dataset(synthetic):
@@ -161,12 +157,15 @@ def test_unloadable_hub_model_suggests_the_tiny_one(synthetic, monkeypatch):
 
 
 def test_tokenize_without_padding_keeps_each_querys_length_for_the_buckets(synthetic):
+    from tpu_helpers.banking77.lesson_cells import tokenize
+
     tok = dataset.load_tokenizer("tiny", synthetic.dataset["train"]["text"], vocab_size=500)
-    enc = dataset.tokenize(synthetic.dataset, tok, 16, padding="none")
+    enc = tokenize(synthetic.dataset, tok, 16)  # notebook 05's
     texts = list(synthetic.dataset["train"]["text"])
     lengths = [min(n, 16) for n in dataset.token_lengths(texts, tok)]
     assert [len(x) for x in enc["train"]["input_ids"]] == lengths  # truncated at 16, never padded
-    assert enc["train"].column_names == ["input_ids", "token_type_ids", "attention_mask", "labels"]
+    assert sorted(enc["train"].column_names) == ["attention_mask", "input_ids", "labels", "token_type_ids"]
+    assert enc["train"]["labels"] == synthetic.dataset["train"]["label"]
     assert isinstance(enc["train"][0]["input_ids"], list)  # plain lists: the collator pads them per batch
 
 

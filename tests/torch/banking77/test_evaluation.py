@@ -19,9 +19,9 @@ pytest.importorskip("torch_xla")
 pytest.importorskip("accelerate")
 
 import numpy as np  # noqa: E402
+from course_support.train_config import TrainConfig  # noqa: E402
 
 from tpu_helpers.banking77 import dataset, launch  # noqa: E402
-from tpu_helpers.banking77.config import TrainConfig  # noqa: E402
 from tpu_helpers.banking77.evaluation import check_evaluation_plan  # noqa: E402
 from tpu_helpers.banking77.lesson_cells import make_loaders  # noqa: E402
 from tpu_helpers.banking77.run_log import evaluation_order  # noqa: E402

@@ -12,12 +12,12 @@ os.environ.setdefault("CPU_NUM_DEVICES", "1")
 def data():
     pytest.importorskip("torch_xla")
     pytest.importorskip("accelerate")
-    from tpu_helpers.banking77 import dataset
+    from tpu_helpers.banking77 import dataset, lesson_cells
     from tpu_helpers.shared.boundaries import choose_boundaries
 
     ds = dataset.make_synthetic(4, 2, seed=5)
     tok = dataset.train_wordpiece_tokenizer(list(ds["train"]["text"]), vocab_size=400)
-    enc = dataset.tokenize(ds, tok, 32, padding="none")
+    enc = lesson_cells.tokenize(ds, tok, 32)
     lengths = dataset.token_lengths(list(ds["train"]["text"]), tok)
     bounds = choose_boundaries(lengths, 32)
     return lengths, tok, enc, bounds

@@ -8,8 +8,9 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
+from course_support.train_config import TrainConfig  # noqa: E402
+
 from tpu_helpers.banking77 import dataset  # noqa: E402
-from tpu_helpers.banking77.config import TrainConfig  # noqa: E402
 from tpu_helpers.banking77.lesson_cells import make_loaders  # noqa: E402
 from tpu_helpers.banking77.run_log import CountingCollate  # noqa: E402
 

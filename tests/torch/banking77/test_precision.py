@@ -10,8 +10,9 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("torch_xla")
 pytest.importorskip("accelerate")
 
-from tpu_helpers.banking77 import dataset, launch  # noqa: E402
-from tpu_helpers.banking77.config import TrainConfig  # noqa: E402
+from course_support.train_config import TrainConfig  # noqa: E402
+
+from tpu_helpers.banking77 import dataset, launch, lesson_cells  # noqa: E402
 from tpu_helpers.banking77.lesson_cells import scaled_learning_rate  # noqa: E402
 from tpu_helpers.core.runtime import Runtime  # noqa: E402
 from tpu_helpers.shared.boundaries import choose_boundaries  # noqa: E402
@@ -28,7 +29,7 @@ TPU_LR = scaled_learning_rate(3e-4, 256, 32)  # the tpu profile's rate on one de
 def tiny():
     data = dataset.load_banking77("synthetic", n_train_per_label=2, n_test_per_label=1, seed=5)
     tok = dataset.load_tokenizer("tiny", data.dataset["train"]["text"], vocab_size=400)
-    enc = dataset.tokenize(data.dataset, tok, 32, padding="none")
+    enc = lesson_cells.tokenize(data.dataset, tok, 32)
     return data, tok, enc, choose_boundaries([len(x) for x in enc["train"]["input_ids"]], 32)
 
 

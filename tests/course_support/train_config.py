@@ -1,4 +1,4 @@
-"""Notebook 05's `TrainConfig` with the course's measuring settings, for the tests, benchmarks and the pod worker."""
+"""Notebook 05's `TrainConfig` with the settings the course's `RunLog` reads, for the tests and benchmarks."""
 from __future__ import annotations
 
 from dataclasses import dataclass
