@@ -333,13 +333,11 @@ def launch_training(training_function, args, launcher="accelerate.notebook_launc
         notebook_launcher(training_function, args, num_processes=num_processes)
 
 
-# ---- notebooks/05_banking77_accelerate.ipynb, cell 54: read_banking77, main
+# ---- notebooks/05_banking77_accelerate.ipynb, cell 54: read_banking77
 # in the section "10 · The same lesson as a script"
-import argparse
 import os
 
 import datasets
-from transformers import AutoTokenizer
 
 
 def read_banking77(csv_dir=None):
@@ -354,6 +352,13 @@ def read_banking77(csv_dir=None):
     labels = datasets.ClassLabel(names=sorted(set(raw["train"]["category"])))
     raw = raw.map(lambda row: {"label": labels.str2int(row["category"])}, remove_columns=["category"])
     return raw.cast_column("label", labels)
+
+
+# ---- notebooks/05_banking77_accelerate.ipynb, cell 55 (tagged script): main
+# in the section "10 · The same lesson as a script"
+import argparse
+
+from transformers import AutoTokenizer
 
 
 def main(argv=None):

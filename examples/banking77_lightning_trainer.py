@@ -177,7 +177,7 @@ def xla_trainer(model, train_dataset, tokenizer, output_dir, *, batch_size, max_
     return Trainer(model=model, args=args, train_dataset=train_dataset, data_collator=collator, callbacks=list(callbacks))
 
 
-# ---- notebooks/07_trainers_lightning_hf.ipynb, cell 37: main
+# ---- notebooks/07_trainers_lightning_hf.ipynb, cell 37 (tagged script): main
 # in the section "5 · The same lesson as a script"
 import argparse
 

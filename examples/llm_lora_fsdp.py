@@ -93,7 +93,7 @@ def merged_checkpoint(lora_cpu, trained_state, folder, tokenizer):
     return merged
 
 
-# ---- notebooks/10_llm_lora_fsdp.ipynb, cell 34: main
+# ---- notebooks/10_llm_lora_fsdp.ipynb, cell 34 (tagged script): main
 # in the section "7 · The same lesson as a script"
 import argparse
 import copy

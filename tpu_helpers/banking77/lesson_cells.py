@@ -331,13 +331,11 @@ def launch_training(training_function, args, launcher="accelerate.notebook_launc
         notebook_launcher(training_function, args, num_processes=num_processes)
 
 
-# ---- notebooks/05_banking77_accelerate.ipynb, cell 54: read_banking77, main
+# ---- notebooks/05_banking77_accelerate.ipynb, cell 54: read_banking77
 # in the section "10 · The same lesson as a script"
-import argparse
 import os
 
 import datasets
-from transformers import AutoTokenizer
 
 
 def read_banking77(csv_dir=None):
@@ -352,39 +350,3 @@ def read_banking77(csv_dir=None):
     labels = datasets.ClassLabel(names=sorted(set(raw["train"]["category"])))
     raw = raw.map(lambda row: {"label": labels.str2int(row["category"])}, remove_columns=["category"])
     return raw.cast_column("label", labels)
-
-
-def main(argv=None):
-    """Fine-tune a BERT on BANKING77 with Accelerate and length buckets: notebook 05 as a script."""
-    parser = argparse.ArgumentParser(description=main.__doc__)
-    parser.add_argument("--model", default="bert-base-uncased", help="a Hub name or a local model folder")
-    parser.add_argument("--data-dir", help="a folder with BANKING77's train.csv and test.csv (default: the Hub)")
-    parser.add_argument("--layers", type=int, help="keep only the model's first N layers (a quick try)")
-    parser.add_argument("--max-length", type=int, default=128, help="queries are cut at this many tokens")
-    parser.add_argument("--max-buckets", type=int, default=3, help="bucket lengths (one graph each)")
-    parser.add_argument("--padding", choices=["buckets", "max_length"], default="buckets")
-    parser.add_argument("--batch-size", type=int, default=32, help="per replica")
-    parser.add_argument("--epochs", type=int, default=3)
-    parser.add_argument("--devices", type=int, default=1, help="replicas that train (8 on a v5e-8): scales the "
-                        "learning rate, 3e-4 at a global batch of 256")
-    parser.add_argument("--learning-rate", type=float, help="instead of the scaled one")
-    parser.add_argument("--mixed-precision", choices=["no", "bf16"], default="no", help="bf16 on a TPU")
-    parser.add_argument("--launcher", default="accelerate.notebook_launcher", help="torch_xla.launch on a TPU VM",
-                        choices=["accelerate.notebook_launcher", "torch_xla.launch", "accelerate.debug_launcher"])
-    parser.add_argument("--num-processes", type=int, default=1, help="for notebook_launcher / debug_launcher")
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args(argv)
-
-    data = read_banking77(args.data_dir)
-    tokenizer = AutoTokenizer.from_pretrained(args.model)
-    encoded = tokenize(data, tokenizer, args.max_length)
-    boundaries = choose_boundaries([len(x) for x in encoded["train"]["input_ids"]], args.max_length, args.max_buckets)
-    layers = {"num_hidden_layers": args.layers} if args.layers else {}
-    model = make_model(args.model, data["train"].features["label"].names, seed=args.seed, **layers)  # made once
-    lr = args.learning_rate or scaled_learning_rate(3e-4, 256, args.batch_size * args.devices)
-    config = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, eval_batch_size=2 * args.batch_size,
-                         learning_rate=lr, mixed_precision=args.mixed_precision, seed=args.seed,
-                         padding=args.padding, boundaries=boundaries, max_length=args.max_length)
-    print(f"{len(encoded['train']):,} training and {len(encoded['test']):,} test queries; {config}")
-    launch_training(training_function, (model, encoded["train"], encoded["test"], config, tokenizer),
-                    args.launcher, args.num_processes)
