@@ -97,6 +97,12 @@ REHEARSALS = {
     "tests/torch/banking77/test_precision.py::test_bf16_autocast_applies_the_tpu_profiles_small_updates_like_float32":
         "bf16 autocast on the tpu profile's small updates (a minute)",
     "tests/torch/trainers/test_schedule_graphs.py": "Lightning on the tpu profile's schedule (3 epochs)",
+    "tests/torch/banking77/test_precision.py::test_bf16_autocast_learns_like_float32":
+        "bf16 autocast trains like float32 (a minute)",
+    "tests/torch/examples/test_banking77_accelerate.py::test_a_tiny_run_trains_minilm_on_xla_and_prints_f1":
+        "notebook 05's script trained on the real MiniLM weights without tpu_helpers (notebook 05 runs its cells)",
+    "tests/torch/examples/test_banking77_lightning_trainer.py::test_a_tiny_run_trains_minilm_with_lightning_and_prints_f1":
+        "notebook 07's script trained on the real MiniLM weights without tpu_helpers (notebook 07 runs its cells)",
     "tests/hosted/": "the hosted images (Colab TPU/CPU/GPU, Kaggle TPU) rebuilt and their notebooks run",
 }
 
