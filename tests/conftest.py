@@ -99,10 +99,18 @@ REHEARSALS = {
     "tests/torch/trainers/test_schedule_graphs.py": "Lightning on the tpu profile's schedule (3 epochs)",
     "tests/torch/banking77/test_precision.py::test_bf16_autocast_learns_like_float32":
         "bf16 autocast trains like float32 (a minute)",
+    # each example script's tiny run (./course test keeps each one's --help run, which imports it without tpu_helpers;
+    # the notebooks run the same cells)
+    "tests/tf/examples/test_mlm_from_scratch_tensorflow.py::test_the_script_pretrains_on_your_text_and_fills_in_blanks":
+        "notebook 04's script pretrains on a text file, without tpu_helpers",
     "tests/torch/examples/test_banking77_accelerate.py::test_a_tiny_run_trains_minilm_on_xla_and_prints_f1":
-        "notebook 05's script trained on the real MiniLM weights without tpu_helpers (notebook 05 runs its cells)",
+        "notebook 05's script trained on the real MiniLM weights, without tpu_helpers",
     "tests/torch/examples/test_banking77_lightning_trainer.py::test_a_tiny_run_trains_minilm_with_lightning_and_prints_f1":
-        "notebook 07's script trained on the real MiniLM weights without tpu_helpers (notebook 07 runs its cells)",
+        "notebook 07's script trained on the real MiniLM weights, without tpu_helpers",
+    "tests/jax/examples/test_banking77_jax_flax.py::test_tiny_run_trains_minilm_with_one_compilation":
+        "notebook 09's script trained on the real MiniLM weights, without tpu_helpers",
+    "tests/torch/examples/test_llm_lora_fsdp.py::test_tiny_run_shards_trains_and_saves_the_merged_model":
+        "notebook 10's script sharded over 8 CPU devices, without tpu_helpers",
     "tests/hosted/": "the hosted images (Colab TPU/CPU/GPU, Kaggle TPU) rebuilt and their notebooks run",
 }
 
